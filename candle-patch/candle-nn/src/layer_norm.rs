@@ -107,10 +107,14 @@ impl LayerNorm {
 
 impl Module for LayerNorm {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        if x.is_contiguous() && self.remove_mean {
-            if let Some(bias) = self.bias.as_ref() {
-                return crate::ops::layer_norm(x, &self.weight, bias, self.eps as f32);
-            }
+        let is_vec = |t: &Tensor| t.rank() == 1;
+        if self.remove_mean && is_vec(&self.weight) && self.bias.as_ref().is_none_or(is_vec) {
+            return crate::ops::layer_norm_opt(
+                x,
+                Some(&self.weight),
+                self.bias.as_ref(),
+                self.eps as f32,
+            );
         }
         let x_dtype = x.dtype();
         let internal_dtype = match x_dtype {

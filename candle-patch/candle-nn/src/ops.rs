@@ -668,9 +668,616 @@ pub fn rms_norm(xs: &Tensor, alpha: &Tensor, eps: f32) -> Result<Tensor> {
     xs.apply_op2_no_bwd(alpha, &RmsNorm { eps })
 }
 
+/// Element types supported by the fused layer norm, with the type used to accumulate the
+/// statistics: f32 for f16, bf16 and f32, f64 for f64.
+trait LayerNormDType: candle::WithDType {
+    type Acc: num_traits::Float + Send + Sync;
+    fn to_acc(self) -> Self::Acc;
+    fn from_acc(v: Self::Acc) -> Self;
+}
+
+macro_rules! layer_norm_dtype {
+    ($t:ty, $acc:ty, $to:expr, $from:expr) => {
+        impl LayerNormDType for $t {
+            type Acc = $acc;
+            fn to_acc(self) -> $acc {
+                $to(self)
+            }
+            fn from_acc(v: $acc) -> Self {
+                $from(v)
+            }
+        }
+    };
+}
+layer_norm_dtype!(f32, f32, |v| v, |v| v);
+layer_norm_dtype!(f64, f64, |v| v, |v| v);
+layer_norm_dtype!(half::f16, f32, half::f16::to_f32, half::f16::from_f32);
+layer_norm_dtype!(half::bf16, f32, half::bf16::to_f32, half::bf16::from_f32);
+
+/// Mean and reciprocal standard deviation of a row, computed in two passes so that rows with a
+/// large mean compared to their spread keep their precision.
+fn layer_norm_row_stats<T: LayerNormDType>(row: &[T], eps: f32) -> (T::Acc, T::Acc) {
+    use num_traits::{Float, NumCast};
+    let zero = <T::Acc as num_traits::Zero>::zero();
+    let n: T::Acc = NumCast::from(row.len()).unwrap_or(zero);
+    let mean = row.iter().fold(zero, |acc, &v| acc + v.to_acc()) / n;
+    let var = row.iter().fold(zero, |acc, &v| {
+        let d = v.to_acc() - mean;
+        acc + d * d
+    }) / n;
+    let eps: T::Acc = NumCast::from(eps).unwrap_or(zero);
+    (mean, (var.max(zero) + eps).sqrt().recip())
+}
+
+fn layer_norm_cpu_fwd<T: LayerNormDType>(
+    xs: &[T],
+    alpha: Option<&[T]>,
+    beta: Option<&[T]>,
+    n_cols: usize,
+    eps: f32,
+) -> Vec<T> {
+    let mut dst = vec![T::zero(); xs.len()];
+    if n_cols == 0 {
+        return dst;
+    }
+    xs.par_chunks(n_cols)
+        .zip(dst.par_chunks_mut(n_cols))
+        .for_each(|(src, dst)| {
+            let (mean, rstd) = layer_norm_row_stats(src, eps);
+            for (i, (d, &s)) in dst.iter_mut().zip(src.iter()).enumerate() {
+                let mut v = (s.to_acc() - mean) * rstd;
+                if let Some(alpha) = alpha {
+                    v = v * alpha[i].to_acc();
+                }
+                if let Some(beta) = beta {
+                    v = v + beta[i].to_acc();
+                }
+                *d = T::from_acc(v);
+            }
+        });
+    dst
+}
+
+/// Returns `dx` followed by `dalpha` (when `alpha_grad`) and `dbeta` (when `beta_grad`) in a
+/// single buffer. The rows are split in a number of chunks that only depends on the shape and
+/// the per chunk partial sums for `dalpha`/`dbeta` are combined in order, so the result does
+/// not depend on the number of threads.
+#[allow(clippy::too_many_arguments)]
+fn layer_norm_cpu_bwd<T: LayerNormDType>(
+    xs: &[T],
+    grad: &[T],
+    alpha: Option<&[T]>,
+    n_cols: usize,
+    eps: f32,
+    alpha_grad: bool,
+    beta_grad: bool,
+) -> Vec<T> {
+    use num_traits::NumCast;
+    const MAX_CHUNKS: usize = 64;
+    let zero = <T::Acc as num_traits::Zero>::zero();
+    let el_count = xs.len();
+    let n_params = alpha_grad as usize + beta_grad as usize;
+    let mut dst = vec![T::zero(); el_count + n_params * n_cols];
+    if el_count == 0 {
+        return dst;
+    }
+    let n_rows = el_count / n_cols;
+    let n: T::Acc = NumCast::from(n_cols).unwrap_or(zero);
+    let rows_per_chunk = n_rows.div_ceil(MAX_CHUNKS);
+    let (dxs, dparams) = dst.split_at_mut(el_count);
+    let partials: Vec<(Vec<T::Acc>, Vec<T::Acc>)> = xs
+        .par_chunks(rows_per_chunk * n_cols)
+        .zip(grad.par_chunks(rows_per_chunk * n_cols))
+        .zip(dxs.par_chunks_mut(rows_per_chunk * n_cols))
+        .map(|((xs, grad), dxs)| {
+            let mut dalpha = vec![zero; if alpha_grad { n_cols } else { 0 }];
+            let mut dbeta = vec![zero; if beta_grad { n_cols } else { 0 }];
+            for ((x, dy), dx) in xs
+                .chunks(n_cols)
+                .zip(grad.chunks(n_cols))
+                .zip(dxs.chunks_mut(n_cols))
+            {
+                let (mean, rstd) = layer_norm_row_stats(x, eps);
+                let xhat = |i: usize| (x[i].to_acc() - mean) * rstd;
+                let g = |i: usize| match alpha {
+                    None => dy[i].to_acc(),
+                    Some(alpha) => dy[i].to_acc() * alpha[i].to_acc(),
+                };
+                let (mut sum_g, mut sum_gx) = (zero, zero);
+                for i in 0..n_cols {
+                    let g = g(i);
+                    sum_g = sum_g + g;
+                    sum_gx = sum_gx + g * xhat(i);
+                }
+                let (mean_g, mean_gx) = (sum_g / n, sum_gx / n);
+                for (i, dx) in dx.iter_mut().enumerate() {
+                    let xhat = xhat(i);
+                    *dx = T::from_acc((g(i) - mean_g - xhat * mean_gx) * rstd);
+                    if alpha_grad {
+                        dalpha[i] = dalpha[i] + dy[i].to_acc() * xhat;
+                    }
+                    if beta_grad {
+                        dbeta[i] = dbeta[i] + dy[i].to_acc();
+                    }
+                }
+            }
+            (dalpha, dbeta)
+        })
+        .collect();
+    let (dalpha, dbeta) = dparams.split_at_mut(if alpha_grad { n_cols } else { 0 });
+    for (i, d) in dalpha.iter_mut().enumerate() {
+        *d = T::from_acc(partials.iter().fold(zero, |acc, p| acc + p.0[i]));
+    }
+    for (i, d) in dbeta.iter_mut().enumerate() {
+        *d = T::from_acc(partials.iter().fold(zero, |acc, p| acc + p.1[i]));
+    }
+    dst
+}
+
+fn layer_norm_cpu_slice<'a, T: candle::WithDType>(
+    s: &'a CpuStorage,
+    l: &Layout,
+    name: &str,
+) -> Result<&'a [T]> {
+    match l.contiguous_offsets() {
+        None => candle::bail!("layer-norm {name} has to be contiguous"),
+        Some((o1, o2)) => Ok(&s.as_slice::<T>()?[o1..o2]),
+    }
+}
+
+/// Number of threads that share a row and number of 16 bytes vectors held by each thread for the
+/// register resident CUDA kernels, the first tier large enough for a row is used. Longer rows use
+/// the `big` kernels which read the row twice. The backward kernels hold more values per thread
+/// and stop one tier earlier.
+#[cfg(feature = "cuda")]
+const LAYER_NORM_CUDA_TIERS: [(usize, usize); 14] = [
+    (1, 1),
+    (2, 1),
+    (4, 1),
+    (8, 1),
+    (16, 1),
+    (32, 1),
+    (32, 2),
+    (32, 4),
+    (32, 8),
+    (128, 4),
+    (256, 4),
+    (512, 4),
+    (1024, 4),
+    (1024, 8),
+];
+
+#[cfg(feature = "cuda")]
+const LAYER_NORM_CUDA_BWD_TIERS: usize = 13;
+
+/// Kernel name suffix, threads per block and rows per block for a row of `n_cols` elements.
+#[cfg(feature = "cuda")]
+fn layer_norm_cuda_tier(n_cols: usize, dtype: DType, n_tiers: usize) -> (String, u32, usize) {
+    let n_vecs = n_cols.div_ceil(16 / dtype.size_in_bytes());
+    let tier = LAYER_NORM_CUDA_TIERS[..n_tiers]
+        .iter()
+        .find(|(lanes, vecs)| lanes * vecs >= n_vecs);
+    match tier {
+        Some(&(lanes, vecs)) if lanes <= 32 => (format!("l{lanes}v{vecs}"), 128, 128 / lanes),
+        Some(&(lanes, vecs)) => (format!("l{lanes}v{vecs}"), lanes as u32, 1),
+        None => ("big".to_string(), 1024, 1),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn layer_norm_cuda_view<'a, T>(
+    s: &'a candle::cuda_backend::cudarc::driver::CudaSlice<T>,
+    l: &Layout,
+    name: &str,
+) -> Result<candle::cuda_backend::cudarc::driver::CudaView<'a, T>> {
+    match l.contiguous_offsets() {
+        None => candle::bail!("layer-norm {name} has to be contiguous"),
+        Some((o1, o2)) => Ok(s.slice(o1..o2)),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn layer_norm_cuda_fwd<T>(
+    dev: &candle::CudaDevice,
+    (xs, l): (&candle::CudaStorage, &Layout),
+    alpha: Option<(&candle::CudaStorage, &Layout)>,
+    beta: Option<(&candle::CudaStorage, &Layout)>,
+    eps: f32,
+) -> Result<candle::CudaStorage>
+where
+    T: candle::cuda_backend::CudaDType
+        + candle::WithDType
+        + candle::cuda_backend::cudarc::driver::DeviceRepr,
+{
+    use candle::cuda_backend::cudarc::driver::{LaunchConfig, PushKernelArg};
+    use candle::cuda_backend::{kernel_name, kernels, WrapErr};
+
+    let xs = layer_norm_cuda_view(xs.as_cuda_slice::<T>()?, l, "input")?;
+    let alpha = match alpha {
+        None => None,
+        Some((s, l)) => Some(layer_norm_cuda_view(s.as_cuda_slice::<T>()?, l, "alpha")?),
+    };
+    let beta = match beta {
+        None => None,
+        Some((s, l)) => Some(layer_norm_cuda_view(s.as_cuda_slice::<T>()?, l, "beta")?),
+    };
+    let el_count = l.shape().elem_count();
+    let n_cols = l.dims().last().copied().unwrap_or(1);
+    // SAFETY: Set later by running the kernel.
+    let dst = unsafe { dev.alloc::<T>(el_count)? };
+    if el_count > 0 {
+        let n_rows = el_count / n_cols;
+        let (tier, block_dim, rows_per_block) = layer_norm_cuda_tier(n_cols, T::DTYPE, 14);
+        let grid_dim = n_rows.div_ceil(rows_per_block).min(i32::MAX as usize) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (grid_dim, 1, 1),
+            block_dim: (block_dim, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let name = kernel_name::<T>(&format!("layernorm_fwd_{tier}"));
+        let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
+        let null = 0u64;
+        let mut builder = func.builder();
+        builder.arg(&xs);
+        builder.arg(&dst);
+        match &alpha {
+            Some(alpha) => builder.arg(alpha),
+            None => builder.arg(&null),
+        };
+        match &beta {
+            Some(beta) => builder.arg(beta),
+            None => builder.arg(&null),
+        };
+        candle::builder_arg!(builder, n_rows as i64, n_cols as i64, eps);
+        // SAFETY: ffi.
+        unsafe { builder.launch(cfg) }.w()?;
+    }
+    Ok(candle::CudaStorage::wrap_cuda_slice(dst, dev.clone()))
+}
+
+/// Launches the fused backward: one kernel computes `dx` and per block partial sums for
+/// `dalpha`/`dbeta` over a persistent grid whose size only depends on the shape and the device,
+/// a second kernel adds the partial sums in a fixed order. No atomics so the result is
+/// deterministic.
+#[cfg(feature = "cuda")]
+#[allow(clippy::too_many_arguments)]
+fn layer_norm_cuda_bwd<T, A>(
+    dev: &candle::CudaDevice,
+    (xs, l): (&candle::CudaStorage, &Layout),
+    (grad, grad_l): (&candle::CudaStorage, &Layout),
+    alpha: Option<(&candle::CudaStorage, &Layout)>,
+    eps: f32,
+    alpha_grad: bool,
+    beta_grad: bool,
+) -> Result<candle::CudaStorage>
+where
+    T: candle::cuda_backend::CudaDType
+        + candle::WithDType
+        + candle::cuda_backend::cudarc::driver::DeviceRepr,
+    A: candle::cuda_backend::cudarc::driver::DeviceRepr
+        + candle::cuda_backend::cudarc::driver::ValidAsZeroBits,
+{
+    use candle::cuda_backend::cudarc::driver::{sys, LaunchConfig, PushKernelArg};
+    use candle::cuda_backend::{kernel_name, kernels, WrapErr};
+
+    let xs = layer_norm_cuda_view(xs.as_cuda_slice::<T>()?, l, "input")?;
+    let grad = layer_norm_cuda_view(grad.as_cuda_slice::<T>()?, grad_l, "grad")?;
+    let alpha = match alpha {
+        None => None,
+        Some((s, l)) => Some(layer_norm_cuda_view(s.as_cuda_slice::<T>()?, l, "alpha")?),
+    };
+    let el_count = l.shape().elem_count();
+    let n_cols = l.dims().last().copied().unwrap_or(1);
+    let n_params = alpha_grad as usize + beta_grad as usize;
+    if el_count == 0 {
+        let dst = dev.alloc_zeros::<T>(n_params * n_cols)?;
+        return Ok(candle::CudaStorage::wrap_cuda_slice(dst, dev.clone()));
+    }
+    let n_rows = el_count / n_cols;
+    // SAFETY: Set later by running the kernels.
+    let mut dst = unsafe { dev.alloc::<T>(el_count + n_params * n_cols)? };
+
+    let (tier, block_dim, rows_per_block) =
+        layer_norm_cuda_tier(n_cols, T::DTYPE, LAYER_NORM_CUDA_BWD_TIERS);
+    let n_sms = dev
+        .cuda_stream()
+        .context()
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .w()? as usize;
+    let blocks_per_sm = (2048 / block_dim as usize).max(1);
+    let n_blocks = n_rows.div_ceil(rows_per_block).min(n_sms * blocks_per_sm);
+    let cfg = LaunchConfig {
+        grid_dim: (n_blocks as u32, 1, 1),
+        block_dim: (block_dim, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: Set later by running the kernel, every block writes its row.
+    let dalpha_part = match alpha_grad {
+        true => Some(unsafe { dev.alloc::<A>(n_blocks * n_cols)? }),
+        false => None,
+    };
+    let dbeta_part = match beta_grad {
+        true => Some(unsafe { dev.alloc::<A>(n_blocks * n_cols)? }),
+        false => None,
+    };
+    let null = 0u64;
+    let (mut dxs, mut dparams) = dst.split_at_mut(el_count);
+    {
+        let name = kernel_name::<T>(&format!("layernorm_bwd_{tier}"));
+        let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
+        let mut builder = func.builder();
+        builder.arg(&xs);
+        builder.arg(&grad);
+        match &alpha {
+            Some(alpha) => builder.arg(alpha),
+            None => builder.arg(&null),
+        };
+        builder.arg(&mut dxs);
+        match &dalpha_part {
+            Some(p) => builder.arg(p),
+            None => builder.arg(&null),
+        };
+        match &dbeta_part {
+            Some(p) => builder.arg(p),
+            None => builder.arg(&null),
+        };
+        candle::builder_arg!(builder, n_rows as i64, n_cols as i64, eps);
+        // SAFETY: ffi.
+        unsafe { builder.launch(cfg) }.w()?;
+    }
+    if n_params > 0 {
+        let (mut dalpha, mut dbeta) = dparams.split_at_mut(if alpha_grad { n_cols } else { 0 });
+        let cfg = LaunchConfig {
+            grid_dim: (n_cols.div_ceil(32) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let name = kernel_name::<T>("layernorm_bwd_reduce");
+        let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
+        let mut builder = func.builder();
+        match &dalpha_part {
+            Some(p) => builder.arg(p),
+            None => builder.arg(&null),
+        };
+        match &dbeta_part {
+            Some(p) => builder.arg(p),
+            None => builder.arg(&null),
+        };
+        match alpha_grad {
+            true => builder.arg(&mut dalpha),
+            false => builder.arg(&null),
+        };
+        match beta_grad {
+            true => builder.arg(&mut dbeta),
+            false => builder.arg(&null),
+        };
+        candle::builder_arg!(builder, n_blocks as i64, n_cols as i64);
+        // SAFETY: ffi.
+        unsafe { builder.launch(cfg) }.w()?;
+    }
+    Ok(candle::CudaStorage::wrap_cuda_slice(dst, dev.clone()))
+}
+
+/// The fused layer norm over the last dimension. `alpha` and `beta` are the optional trailing
+/// inputs of the custom op, in this order.
 #[derive(Debug, Clone)]
 struct LayerNorm {
     eps: f32,
+    has_alpha: bool,
+    has_beta: bool,
+}
+
+impl LayerNorm {
+    fn split<'a, S>(&self, args: &[(&'a S, &'a Layout)]) -> LayerNormArgs<'a, S> {
+        let mut args = args.iter().copied();
+        let xs = args.next().expect("layer-norm without input");
+        let alpha = if self.has_alpha { args.next() } else { None };
+        let beta = if self.has_beta { args.next() } else { None };
+        (xs, alpha, beta)
+    }
+
+    fn fwd_cpu(&self, args: &[(&CpuStorage, &Layout)]) -> Result<(CpuStorage, Shape)> {
+        use candle::backend::BackendStorage;
+        let ((xs, l), alpha, beta) = self.split(args);
+        let n_cols = l.dims().last().copied().unwrap_or(1);
+        fn inner<T: LayerNormDType>(
+            op: &LayerNorm,
+            (xs, l): (&CpuStorage, &Layout),
+            alpha: Option<(&CpuStorage, &Layout)>,
+            beta: Option<(&CpuStorage, &Layout)>,
+            n_cols: usize,
+        ) -> Result<CpuStorage> {
+            let xs = layer_norm_cpu_slice::<T>(xs, l, "input")?;
+            let alpha = match alpha {
+                None => None,
+                Some((s, l)) => Some(layer_norm_cpu_slice::<T>(s, l, "alpha")?),
+            };
+            let beta = match beta {
+                None => None,
+                Some((s, l)) => Some(layer_norm_cpu_slice::<T>(s, l, "beta")?),
+            };
+            let dst = layer_norm_cpu_fwd(xs, alpha, beta, n_cols, op.eps);
+            Ok(candle::WithDType::to_cpu_storage_owned(dst))
+        }
+        let storage = match xs.dtype() {
+            DType::BF16 => inner::<half::bf16>(self, (xs, l), alpha, beta, n_cols)?,
+            DType::F16 => inner::<half::f16>(self, (xs, l), alpha, beta, n_cols)?,
+            DType::F32 => inner::<f32>(self, (xs, l), alpha, beta, n_cols)?,
+            DType::F64 => inner::<f64>(self, (xs, l), alpha, beta, n_cols)?,
+            dt => candle::bail!("layer-norm is not implemented for {dt:?}"),
+        };
+        Ok((storage, l.shape().clone()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn fwd_cuda(
+        &self,
+        args: &[(&candle::CudaStorage, &Layout)],
+    ) -> Result<(candle::CudaStorage, Shape)> {
+        use candle::backend::BackendStorage;
+        let ((xs, l), alpha, beta) = self.split(args);
+        let dev = xs.device();
+        let (x, eps) = ((xs, l), self.eps);
+        let storage = match xs.dtype() {
+            DType::BF16 => layer_norm_cuda_fwd::<half::bf16>(dev, x, alpha, beta, eps)?,
+            DType::F16 => layer_norm_cuda_fwd::<half::f16>(dev, x, alpha, beta, eps)?,
+            DType::F32 => layer_norm_cuda_fwd::<f32>(dev, x, alpha, beta, eps)?,
+            DType::F64 => layer_norm_cuda_fwd::<f64>(dev, x, alpha, beta, eps)?,
+            dt => candle::bail!("layer-norm is not implemented for {dt:?}"),
+        };
+        Ok((storage, l.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        xs: &Tensor,
+        alpha: Option<&Tensor>,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let n_cols = xs.dim(D::Minus1)?;
+        let grad = grad.contiguous()?;
+        let grads = if xs.device().is_metal() {
+            layer_norm_bwd_slow(xs, alpha, &grad, self.eps, self.has_beta)?
+        } else {
+            let op = LayerNormBwd {
+                eps: self.eps,
+                has_alpha: self.has_alpha,
+                has_beta: self.has_beta,
+            };
+            let packed = match alpha {
+                None => xs.apply_op2_no_bwd(&grad, &op)?,
+                Some(alpha) => xs.apply_op3_no_bwd(&grad, alpha, &op)?,
+            };
+            let el_count = xs.elem_count();
+            let dxs = packed.narrow(0, 0, el_count)?.reshape(xs.shape())?;
+            let mut offset = el_count;
+            let mut param = |present: bool| -> Result<Option<Tensor>> {
+                if !present {
+                    return Ok(None);
+                }
+                offset += n_cols;
+                Ok(Some(packed.narrow(0, offset - n_cols, n_cols)?))
+            };
+            let dalpha = param(self.has_alpha)?;
+            let dbeta = param(self.has_beta)?;
+            (dxs, dalpha, dbeta)
+        };
+        let (dxs, dalpha, dbeta) = grads;
+        Ok((Some(dxs), dalpha, dbeta))
+    }
+}
+
+type LayerNormArgs<'a, S> = (
+    (&'a S, &'a Layout),
+    Option<(&'a S, &'a Layout)>,
+    Option<(&'a S, &'a Layout)>,
+);
+
+/// Layer norm gradients with tensor ops, used on devices without a fused backward.
+fn layer_norm_bwd_slow(
+    xs: &Tensor,
+    alpha: Option<&Tensor>,
+    grad: &Tensor,
+    eps: f32,
+    beta_grad: bool,
+) -> Result<(Tensor, Option<Tensor>, Option<Tensor>)> {
+    let dtype = xs.dtype();
+    let internal_dtype = match dtype {
+        DType::F16 | DType::BF16 => DType::F32,
+        d => d,
+    };
+    let xs = xs.to_dtype(internal_dtype)?;
+    let grad = grad.to_dtype(internal_dtype)?;
+    let dims = xs.dims().to_vec();
+    let n_cols = dims[dims.len() - 1];
+    let xs = xs.reshape(((), n_cols))?;
+    let grad = grad.reshape(((), n_cols))?;
+    let mean = xs.mean_keepdim(1)?;
+    let centered = xs.broadcast_sub(&mean)?;
+    let var = centered.sqr()?.mean_keepdim(1)?;
+    let rstd = (var + eps as f64)?.sqrt()?.recip()?;
+    let xhat = centered.broadcast_mul(&rstd)?;
+    let g = match alpha {
+        None => grad.clone(),
+        Some(alpha) => grad.broadcast_mul(&alpha.to_dtype(internal_dtype)?)?,
+    };
+    let mean_g = g.mean_keepdim(1)?;
+    let mean_gx = (&g * &xhat)?.mean_keepdim(1)?;
+    let dxs = g
+        .broadcast_sub(&mean_g)?
+        .sub(&xhat.broadcast_mul(&mean_gx)?)?
+        .broadcast_mul(&rstd)?;
+    let dalpha = match alpha {
+        None => None,
+        Some(_) => Some((&grad * &xhat)?.sum(0)?.to_dtype(dtype)?),
+    };
+    let dbeta = match beta_grad {
+        false => None,
+        true => Some(grad.sum(0)?.to_dtype(dtype)?),
+    };
+    Ok((dxs.to_dtype(dtype)?.reshape(dims)?, dalpha, dbeta))
+}
+
+impl candle::CustomOp1 for LayerNorm {
+    fn name(&self) -> &'static str {
+        "layer-norm"
+    }
+
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout) -> Result<(CpuStorage, Shape)> {
+        self.fwd_cpu(&[(s1, l1)])
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle::CudaStorage,
+        l1: &Layout,
+    ) -> Result<(candle::CudaStorage, Shape)> {
+        self.fwd_cuda(&[(s1, l1)])
+    }
+
+    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
+        Ok(LayerNorm::bwd(self, arg, None, grad_res)?.0)
+    }
+}
+
+impl candle::CustomOp2 for LayerNorm {
+    fn name(&self) -> &'static str {
+        "layer-norm"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        self.fwd_cpu(&[(s1, l1), (s2, l2)])
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle::CudaStorage,
+        l1: &Layout,
+        s2: &candle::CudaStorage,
+        l2: &Layout,
+    ) -> Result<(candle::CudaStorage, Shape)> {
+        self.fwd_cuda(&[(s1, l1), (s2, l2)])
+    }
+
+    fn bwd(
+        &self,
+        arg1: &Tensor,
+        arg2: &Tensor,
+        _res: &Tensor,
+        grad_res: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let alpha = if self.has_alpha { Some(arg2) } else { None };
+        let (dxs, dalpha, dbeta) = LayerNorm::bwd(self, arg1, alpha, grad_res)?;
+        Ok((dxs, dalpha.or(dbeta)))
+    }
 }
 
 impl candle::CustomOp3 for LayerNorm {
@@ -687,74 +1294,7 @@ impl candle::CustomOp3 for LayerNorm {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        use candle::backend::BackendStorage;
-
-        let eps = self.eps;
-        fn inner<
-            T: candle::WithDType
-                + num_traits::Float
-                + num_traits::AsPrimitive<f32>
-                + num_traits::FromPrimitive,
-        >(
-            src: &[T],
-            layout: &Layout,
-            alpha: &[T],
-            alpha_layout: &Layout,
-            beta: &[T],
-            beta_layout: &Layout,
-            eps: f32,
-        ) -> Result<(CpuStorage, Shape)> {
-            let src = match layout.contiguous_offsets() {
-                None => candle::bail!("input has to be contiguous"),
-                Some((o1, o2)) => &src[o1..o2],
-            };
-            let alpha = match alpha_layout.contiguous_offsets() {
-                None => candle::bail!("alpha has to be contiguous"),
-                Some((o1, o2)) => &alpha[o1..o2],
-            };
-            let beta = match beta_layout.contiguous_offsets() {
-                None => candle::bail!("beta has to be contiguous"),
-                Some((o1, o2)) => &beta[o1..o2],
-            };
-            let el_count = layout.shape().elem_count();
-            let dims = layout.shape().dims();
-            let dim_m1 = dims[dims.len() - 1];
-            let mut dst = vec![T::zero(); el_count];
-            src.par_chunks(dim_m1)
-                .zip(dst.par_chunks_mut(dim_m1))
-                .for_each(|(src, dst)| {
-                    let mut sum = 0f32;
-                    let mut sum2 = 0f32;
-                    for v in src {
-                        let v = v.as_();
-                        sum += v;
-                        sum2 += v * v;
-                    }
-                    let mean = sum / dim_m1 as f32;
-                    let var = sum2 / dim_m1 as f32 - mean * mean;
-                    let inv_std = (var + eps).sqrt().recip();
-                    for ((d, s), (alpha, beta)) in
-                        dst.iter_mut().zip(src.iter()).zip(alpha.iter().zip(beta))
-                    {
-                        let alpha = alpha.as_();
-                        let beta = beta.as_();
-                        let d_ = (s.as_() - mean) * inv_std * alpha + beta;
-                        *d = T::from_f32(d_).unwrap_or_else(T::nan);
-                    }
-                });
-            let storage = candle::WithDType::to_cpu_storage_owned(dst);
-            Ok((storage, Shape::from_dims(dims)))
-        }
-
-        use CpuStorage as C;
-        match (s1, s2, s3) {
-            (C::BF16(s1), C::BF16(s2), C::BF16(s3)) => {
-                inner::<half::bf16>(s1, l1, s2, l2, s3, l3, eps)
-            }
-            (C::F16(s1), C::F16(s2), C::F16(s3)) => inner::<half::f16>(s1, l1, s2, l2, s3, l3, eps),
-            (C::F32(s1), C::F32(s2), C::F32(s3)) => inner::<f32>(s1, l1, s2, l2, s3, l3, eps),
-            _ => candle::bail!("unsupported dtype for rmsnorm {:?}", s1.dtype()),
-        }
+        self.fwd_cpu(&[(s1, l1), (s2, l2), (s3, l3)])
     }
 
     #[cfg(feature = "cuda")]
@@ -767,73 +1307,18 @@ impl candle::CustomOp3 for LayerNorm {
         s3: &candle::CudaStorage,
         l3: &Layout,
     ) -> Result<(candle::CudaStorage, Shape)> {
-        use candle::cuda_backend::cudarc::driver::{
-            CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg,
-        };
-        use candle::cuda_backend::{kernel_name, kernels, Map3, WrapErr};
-        use candle::{CudaDevice, WithDType};
+        self.fwd_cuda(&[(s1, l1), (s2, l2), (s3, l3)])
+    }
 
-        struct S {
-            eps: f32,
-        }
-        impl Map3 for S {
-            fn f<T: DeviceRepr + WithDType>(
-                &self,
-                src: &CudaSlice<T>,
-                layout: &Layout,
-                alpha: &CudaSlice<T>,
-                alpha_layout: &Layout,
-                beta: &CudaSlice<T>,
-                beta_layout: &Layout,
-                dev: &CudaDevice,
-            ) -> Result<CudaSlice<T>> {
-                let src = match layout.contiguous_offsets() {
-                    None => candle::bail!("input has to be contiguous"),
-                    Some((o1, o2)) => src.slice(o1..o2),
-                };
-                let alpha = match alpha_layout.contiguous_offsets() {
-                    None => candle::bail!("alpha has to be contiguous"),
-                    Some((o1, o2)) => alpha.slice(o1..o2),
-                };
-                let beta = match beta_layout.contiguous_offsets() {
-                    None => candle::bail!("beta has to be contiguous"),
-                    Some((o1, o2)) => beta.slice(o1..o2),
-                };
-                let el = layout.shape().elem_count();
-                let dims = layout.shape().dims();
-                let dim_m1 = dims[dims.len() - 1];
-                let (n_rows, n_cols) = (el / dim_m1, dim_m1);
-
-                let block_size = if n_cols < 1024 { 32 } else { 1024 };
-                let cfg = LaunchConfig {
-                    grid_dim: (n_rows as u32, 1, 1),
-                    block_dim: (block_size, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                let func =
-                    dev.get_or_load_func(&kernel_name::<T>("layernorm"), &kernels::REDUCE)?;
-                // SAFETY: Set later by running the kernel.
-                let dst = unsafe { dev.alloc::<T>(el)? };
-                let mut builder = func.builder();
-                builder.arg(&src);
-                builder.arg(&dst);
-                builder.arg(&alpha);
-                builder.arg(&beta);
-                candle::builder_arg!(builder, n_cols as i32, block_size as i32, self.eps);
-                // SAFETY: ffi.
-                unsafe { builder.launch(cfg) }.w()?;
-                Ok(dst)
-            }
-        }
-
-        use candle::backend::BackendStorage;
-        let dev = s1.device();
-        let slice = S { eps: self.eps }.map(&s1.slice, l1, &s2.slice, l2, &s3.slice, l3, dev)?;
-        let dst = candle::cuda_backend::CudaStorage {
-            slice,
-            device: dev.clone(),
-        };
-        Ok((dst, l1.shape().clone()))
+    fn bwd(
+        &self,
+        arg1: &Tensor,
+        arg2: &Tensor,
+        _arg3: &Tensor,
+        _res: &Tensor,
+        grad_res: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        LayerNorm::bwd(self, arg1, Some(arg2), grad_res)
     }
 
     #[cfg(feature = "metal")]
@@ -888,6 +1373,152 @@ impl candle::CustomOp3 for LayerNorm {
     }
 }
 
+/// The fused layer norm backward, its single output packs `dx`, then `dalpha` and `dbeta` when
+/// requested.
+#[derive(Debug, Clone)]
+struct LayerNormBwd {
+    eps: f32,
+    has_alpha: bool,
+    has_beta: bool,
+}
+
+impl LayerNormBwd {
+    fn packed_shape(&self, l: &Layout) -> Shape {
+        let n_cols = l.dims().last().copied().unwrap_or(1);
+        let n_params = self.has_alpha as usize + self.has_beta as usize;
+        Shape::from(l.shape().elem_count() + n_params * n_cols)
+    }
+
+    fn fwd_cpu(
+        &self,
+        (xs, l): (&CpuStorage, &Layout),
+        (grad, grad_l): (&CpuStorage, &Layout),
+        alpha: Option<(&CpuStorage, &Layout)>,
+    ) -> Result<(CpuStorage, Shape)> {
+        use candle::backend::BackendStorage;
+        if l.shape() != grad_l.shape() {
+            candle::bail!(
+                "layer-norm grad shape {:?} does not match input {:?}",
+                grad_l.shape(),
+                l.shape()
+            )
+        }
+        let n_cols = l.dims().last().copied().unwrap_or(1);
+        fn inner<T: LayerNormDType>(
+            op: &LayerNormBwd,
+            (xs, l): (&CpuStorage, &Layout),
+            (grad, grad_l): (&CpuStorage, &Layout),
+            alpha: Option<(&CpuStorage, &Layout)>,
+            n_cols: usize,
+        ) -> Result<CpuStorage> {
+            let xs = layer_norm_cpu_slice::<T>(xs, l, "input")?;
+            let grad = layer_norm_cpu_slice::<T>(grad, grad_l, "grad")?;
+            let alpha = match alpha {
+                None => None,
+                Some((s, l)) => Some(layer_norm_cpu_slice::<T>(s, l, "alpha")?),
+            };
+            let (eps, alpha_grad) = (op.eps, op.has_alpha);
+            let dst = layer_norm_cpu_bwd(xs, grad, alpha, n_cols, eps, alpha_grad, op.has_beta);
+            Ok(candle::WithDType::to_cpu_storage_owned(dst))
+        }
+        let (x, g) = ((xs, l), (grad, grad_l));
+        let storage = match xs.dtype() {
+            DType::BF16 => inner::<half::bf16>(self, x, g, alpha, n_cols)?,
+            DType::F16 => inner::<half::f16>(self, x, g, alpha, n_cols)?,
+            DType::F32 => inner::<f32>(self, x, g, alpha, n_cols)?,
+            DType::F64 => inner::<f64>(self, x, g, alpha, n_cols)?,
+            dt => candle::bail!("layer-norm is not implemented for {dt:?}"),
+        };
+        Ok((storage, self.packed_shape(l)))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn fwd_cuda(
+        &self,
+        (xs, l): (&candle::CudaStorage, &Layout),
+        (grad, grad_l): (&candle::CudaStorage, &Layout),
+        alpha: Option<(&candle::CudaStorage, &Layout)>,
+    ) -> Result<(candle::CudaStorage, Shape)> {
+        use candle::backend::BackendStorage;
+        if l.shape() != grad_l.shape() {
+            candle::bail!(
+                "layer-norm grad shape {:?} does not match input {:?}",
+                grad_l.shape(),
+                l.shape()
+            )
+        }
+        let dev = xs.device();
+        let (x, g, eps) = ((xs, l), (grad, grad_l), self.eps);
+        let (da, db) = (self.has_alpha, self.has_beta);
+        let storage = match xs.dtype() {
+            DType::BF16 => layer_norm_cuda_bwd::<half::bf16, f32>(dev, x, g, alpha, eps, da, db)?,
+            DType::F16 => layer_norm_cuda_bwd::<half::f16, f32>(dev, x, g, alpha, eps, da, db)?,
+            DType::F32 => layer_norm_cuda_bwd::<f32, f32>(dev, x, g, alpha, eps, da, db)?,
+            DType::F64 => layer_norm_cuda_bwd::<f64, f64>(dev, x, g, alpha, eps, da, db)?,
+            dt => candle::bail!("layer-norm is not implemented for {dt:?}"),
+        };
+        Ok((storage, self.packed_shape(l)))
+    }
+}
+
+impl candle::CustomOp2 for LayerNormBwd {
+    fn name(&self) -> &'static str {
+        "layer-norm-bwd"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        self.fwd_cpu((s1, l1), (s2, l2), None)
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle::CudaStorage,
+        l1: &Layout,
+        s2: &candle::CudaStorage,
+        l2: &Layout,
+    ) -> Result<(candle::CudaStorage, Shape)> {
+        self.fwd_cuda((s1, l1), (s2, l2), None)
+    }
+}
+
+impl candle::CustomOp3 for LayerNormBwd {
+    fn name(&self) -> &'static str {
+        "layer-norm-bwd"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        self.fwd_cpu((s1, l1), (s2, l2), Some((s3, l3)))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle::CudaStorage,
+        l1: &Layout,
+        s2: &candle::CudaStorage,
+        l2: &Layout,
+        s3: &candle::CudaStorage,
+        l3: &Layout,
+    ) -> Result<(candle::CudaStorage, Shape)> {
+        self.fwd_cuda((s1, l1), (s2, l2), Some((s3, l3)))
+    }
+}
+
 pub fn layer_norm_slow(x: &Tensor, alpha: &Tensor, beta: &Tensor, eps: f32) -> Result<Tensor> {
     let x_dtype = x.dtype();
     let internal_dtype = match x_dtype {
@@ -908,19 +1539,73 @@ pub fn layer_norm_slow(x: &Tensor, alpha: &Tensor, beta: &Tensor, eps: f32) -> R
         .broadcast_add(beta)
 }
 
+/// Layer normalization over the last dimension, `alpha` and `beta` must be contiguous with
+/// the same dtype as `xs`. Uses the fused kernels, see [`layer_norm_opt`].
 pub fn layer_norm(xs: &Tensor, alpha: &Tensor, beta: &Tensor, eps: f32) -> Result<Tensor> {
-    let hidden_size_xs = xs.dim(D::Minus1)?;
-    let hidden_size_alpha = alpha.dims1()?;
-    let hidden_size_beta = beta.dims1()?;
-    if hidden_size_xs != hidden_size_alpha || hidden_size_xs != hidden_size_beta {
-        candle::bail!(
-            "shape mismatch in layer-norm src: {:?} alpha: {:?} beta: {:?}",
-            xs.shape(),
-            alpha.shape(),
-            beta.shape()
-        )
+    layer_norm_opt(xs, Some(alpha), Some(beta), eps)
+}
+
+/// Layer normalization over the last dimension with an optional scale `alpha` and an optional
+/// shift `beta`, both of size the last dimension of `xs`.
+///
+/// The statistics are computed in f32 (f64 for f64 inputs) in two passes. The op is
+/// differentiable: on cpu and cuda the backward uses fused kernels and is deterministic, other
+/// devices use tensor ops. Non-contiguous inputs are copied first.
+pub fn layer_norm_opt(
+    xs: &Tensor,
+    alpha: Option<&Tensor>,
+    beta: Option<&Tensor>,
+    eps: f32,
+) -> Result<Tensor> {
+    let hidden_size = xs.dim(D::Minus1)?;
+    for (name, param) in [("alpha", alpha), ("beta", beta)] {
+        let Some(param) = param else { continue };
+        if param.dims() != [hidden_size] {
+            candle::bail!(
+                "shape mismatch in layer-norm src: {:?} {name}: {:?}",
+                xs.shape(),
+                param.shape()
+            )
+        }
+        if param.dtype() != xs.dtype() {
+            candle::bail!(
+                "dtype mismatch in layer-norm src: {:?} {name}: {:?}",
+                xs.dtype(),
+                param.dtype()
+            )
+        }
     }
-    xs.apply_op3_no_bwd(alpha, beta, &LayerNorm { eps })
+    let xs = xs.contiguous()?;
+    let alpha = alpha.map(|t| t.contiguous()).transpose()?;
+    let beta = beta.map(|t| t.contiguous()).transpose()?;
+    let op = LayerNorm {
+        eps,
+        has_alpha: alpha.is_some(),
+        has_beta: beta.is_some(),
+    };
+    match (alpha, beta) {
+        (Some(alpha), Some(beta)) => xs.apply_op3(&alpha, &beta, op),
+        // The metal kernel requires both alpha and beta.
+        (alpha, beta) if xs.device().is_metal() => {
+            let op = LayerNorm {
+                eps,
+                has_alpha: true,
+                has_beta: true,
+            };
+            let alpha = match alpha {
+                Some(alpha) => alpha,
+                None => Tensor::ones(hidden_size, xs.dtype(), xs.device())?,
+            };
+            let beta = match beta {
+                Some(beta) => beta,
+                None => Tensor::zeros(hidden_size, xs.dtype(), xs.device())?,
+            };
+            xs.apply_op3(&alpha, &beta, op)
+        }
+        (Some(alpha), None) => xs.apply_op2(&alpha, op),
+        (None, Some(beta)) => xs.apply_op2(&beta, op),
+        (None, None) => xs.apply_op1(op),
+    }
 }
 
 // https://pytorch.org/docs/stable/generated/torch.nn.PixelShuffle.html
