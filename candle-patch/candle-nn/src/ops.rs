@@ -1134,35 +1134,7 @@ impl LayerNorm {
         alpha: Option<&Tensor>,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let n_cols = xs.dim(D::Minus1)?;
-        let grad = grad.contiguous()?;
-        let grads = if xs.device().is_metal() {
-            layer_norm_bwd_slow(xs, alpha, &grad, self.eps, self.has_beta)?
-        } else {
-            let op = LayerNormBwd {
-                eps: self.eps,
-                has_alpha: self.has_alpha,
-                has_beta: self.has_beta,
-            };
-            let packed = match alpha {
-                None => xs.apply_op2_no_bwd(&grad, &op)?,
-                Some(alpha) => xs.apply_op3_no_bwd(&grad, alpha, &op)?,
-            };
-            let el_count = xs.elem_count();
-            let dxs = packed.narrow(0, 0, el_count)?.reshape(xs.shape())?;
-            let mut offset = el_count;
-            let mut param = |present: bool| -> Result<Option<Tensor>> {
-                if !present {
-                    return Ok(None);
-                }
-                offset += n_cols;
-                Ok(Some(packed.narrow(0, offset - n_cols, n_cols)?))
-            };
-            let dalpha = param(self.has_alpha)?;
-            let dbeta = param(self.has_beta)?;
-            (dxs, dalpha, dbeta)
-        };
-        let (dxs, dalpha, dbeta) = grads;
+        let (dxs, dalpha, dbeta) = layer_norm_bwd(xs, alpha, grad, self.eps, self.has_beta)?;
         Ok((Some(dxs), dalpha, dbeta))
     }
 }
@@ -1216,6 +1188,67 @@ fn layer_norm_bwd_slow(
         true => Some(grad.sum(0)?.to_dtype(dtype)?),
     };
     Ok((dxs.to_dtype(dtype)?.reshape(dims)?, dalpha, dbeta))
+}
+
+/// Gradients of [`layer_norm_opt`] for the upstream gradient `grad`: returns the gradient of
+/// `xs`, of `alpha` when it is given and of `beta` when `beta_grad` is set.
+///
+/// Uses the fused backward kernels on cpu and cuda (the mean and inverse standard deviation
+/// are recomputed from `xs`), tensor ops on other devices. The result is not differentiable.
+pub fn layer_norm_bwd(
+    xs: &Tensor,
+    alpha: Option<&Tensor>,
+    grad: &Tensor,
+    eps: f32,
+    beta_grad: bool,
+) -> Result<(Tensor, Option<Tensor>, Option<Tensor>)> {
+    let n_cols = xs.dim(D::Minus1)?;
+    if grad.shape() != xs.shape() || grad.dtype() != xs.dtype() {
+        candle::bail!(
+            "layer-norm grad {:?} {:?} does not match input {:?} {:?}",
+            grad.shape(),
+            grad.dtype(),
+            xs.shape(),
+            xs.dtype()
+        )
+    }
+    if let Some(alpha) = alpha {
+        if alpha.dims() != [n_cols] || alpha.dtype() != xs.dtype() {
+            candle::bail!(
+                "layer-norm alpha {:?} {:?} does not match input {:?} {:?}",
+                alpha.shape(),
+                alpha.dtype(),
+                xs.shape(),
+                xs.dtype()
+            )
+        }
+    }
+    if xs.device().is_metal() {
+        return layer_norm_bwd_slow(xs, alpha, grad, eps, beta_grad);
+    }
+    let (xs, grad) = (xs.contiguous()?, grad.contiguous()?);
+    let op = LayerNormBwd {
+        eps,
+        has_alpha: alpha.is_some(),
+        has_beta: beta_grad,
+    };
+    let packed = match alpha {
+        None => xs.apply_op2_no_bwd(&grad, &op)?,
+        Some(alpha) => xs.apply_op3_no_bwd(&grad, &alpha.contiguous()?, &op)?,
+    };
+    let el_count = xs.elem_count();
+    let dxs = packed.narrow(0, 0, el_count)?.reshape(xs.shape())?;
+    let mut offset = el_count;
+    let mut param = |present: bool| -> Result<Option<Tensor>> {
+        if !present {
+            return Ok(None);
+        }
+        offset += n_cols;
+        Ok(Some(packed.narrow(0, offset - n_cols, n_cols)?))
+    };
+    let dalpha = param(alpha.is_some())?;
+    let dbeta = param(beta_grad)?;
+    Ok((dxs, dalpha, dbeta))
 }
 
 impl candle::CustomOp1 for LayerNorm {
