@@ -1,1 +1,60 @@
-fn main() {}
+//! Repository tasks: the vendored candle patch series (`cargo series ...`) and the
+//! `[patch.crates-io]` resolution check (`cargo check-patch`).
+
+mod check_patch;
+mod cmd;
+mod dep3;
+mod layout;
+mod patches;
+mod pristine;
+mod series;
+mod sha256;
+mod tempdir;
+mod tree;
+mod vendor_md;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "xtask",
+    about = "Repository tasks for the candle-patch workspace"
+)]
+struct Cli {
+    /// Repository root (default: the workspace this xtask was built from).
+    #[arg(long, global = true)]
+    repo: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The candle-patch/patches/ series: verify, export, list.
+    Series {
+        #[command(subcommand)]
+        command: series::SeriesCommand,
+    },
+    /// Check that [patch.crates-io] is used and candle resolves to candle-patch/.
+    CheckPatch(check_patch::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let repo = cli.repo.unwrap_or_else(layout::default_repo_root);
+    let result: Result<bool> = match cli.command {
+        Command::Series { command } => series::run(&repo, command),
+        Command::CheckPatch(args) => check_patch::run(&repo, &args),
+    };
+    match result {
+        Ok(true) => {}
+        Ok(false) => std::process::exit(1),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}
