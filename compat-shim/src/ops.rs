@@ -125,6 +125,7 @@ fn kernel(
     eps: f64,
 ) -> Result<Tensor> {
     let k = normalized_shape.len();
+    // `layer_norm_opt` copies non-contiguous inputs itself.
     let xs = flatten_trailing(x, k)?;
     let w = flatten_param(weight)?;
     let b = flatten_param(bias)?;
