@@ -1,0 +1,15 @@
+//! A compact Temporal Fusion Transformer (Lim et al., 2021) on candle, trained on weekly
+//! Mauna Loa CO2. Every LayerNorm goes through `candle-layer-norm-compat` (fused kernel or
+//! differentiable composite, see [`norm`]).
+
+pub mod attention;
+pub mod data;
+pub mod grn;
+pub mod init;
+pub mod loss;
+pub mod model;
+pub mod norm;
+pub mod train;
+pub mod vsn;
+
+pub use model::{Tft, TftConfig, TftOutput};
