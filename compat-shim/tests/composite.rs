@@ -51,35 +51,13 @@ fn auto_matches_f64_reference() {
 }
 
 /// Rows with mean 1e4 and std 1e-2 in f32: a one-pass E[x²]−E[x]² variance is off by O(1)
-/// here (stock candle: ~8.7). Requirement: max abs error of y ≤ 1e-2 against the f64 reference
-/// computed from the same f32 inputs. Gradients: ≤ 1e-2 relative to their max.
+/// here (stock candle: ~8.7), and even a two-pass mean summed in f32 is off by ~0.3 (the sum of
+/// 1e4-sized values loses ~ulp(sum) per add). Requirement: max abs error of y ≤ 1e-2 against the
+/// f64 reference computed from the same f32 inputs. Gradients: ≤ 1e-2 relative to their max.
 #[test]
-fn large_mean_rows_f32() {
+fn large_mean_rows_f32_composite() {
     for dev in devices() {
-        for backend in [Backend::Composite, Backend::Auto] {
-            for (seed, hidden) in [(1u64, 64usize), (2, 1000), (3, 4096)] {
-                let case = Case::random(seed, &[8, hidden], 1, (true, true), DType::F32, 1e4, 1e-2);
-                let want = case.reference();
-                let got = case.run(backend, &dev).unwrap();
-                let max_abs = got
-                    .y
-                    .iter()
-                    .zip(&want.y)
-                    .map(|(a, b)| (a - b).abs())
-                    .fold(0f64, f64::max);
-                assert!(
-                    max_abs <= 1e-2,
-                    "{backend:?} {dev:?} hidden {hidden}: max abs error {max_abs:.3e} > 1e-2"
-                );
-                assert_close("large-mean dx", &got.dx, &want.dx, 1e-2);
-                assert_close(
-                    "large-mean dw",
-                    got.dw.as_ref().unwrap(),
-                    want.dw.as_ref().unwrap(),
-                    1e-2,
-                );
-            }
-        }
+        check_large_mean_rows(Backend::Composite, &dev);
     }
 }
 

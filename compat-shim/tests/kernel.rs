@@ -69,9 +69,8 @@ fn kernel_and_composite_agree_wide_rows() {
     }
 }
 
-/// The fused path is really taken with `Auto`: its graph is one op, so on a large-mean row the
-/// two backends differ by rounding only, while a kernel-less build would be identical. We check
-/// that the results are not bit-identical on data where the implementations round differently.
+/// `Auto` really is the fused op: bit-identical to calling `layer_norm_opt` directly, and
+/// within rounding of the composite.
 #[test]
 fn auto_uses_the_fused_kernel() -> candle_core::Result<()> {
     let mut rng = Rng::new(9);
@@ -87,4 +86,15 @@ fn auto_uses_the_fused_kernel() -> candle_core::Result<()> {
     assert_close("auto == layer_norm_opt", &values(&a), &values(&direct), 0.0);
     assert_close("auto ~ composite", &values(&a), &values(&c), 1e-5);
     Ok(())
+}
+
+/// The large-mean requirement applied to the fused kernel (composite: tests/composite.rs).
+/// At candle-patch bab83c1 the CPU kernel sums the row in f32 without a shift: max abs error
+/// 0.30 at hidden 64 (requirement 1e-2). Un-ignore once the patch shifts rows (DESIGN.md §2.4).
+#[test]
+#[ignore = "patched CPU layer_norm_opt: max abs err 0.30 > 1e-2 on mean-1e4 rows (unshifted f32 sum)"]
+fn large_mean_rows_f32_kernel() {
+    for dev in devices() {
+        check_large_mean_rows(Backend::Auto, &dev);
+    }
 }
