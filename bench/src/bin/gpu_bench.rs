@@ -1,0 +1,248 @@
+//! Layer norm comparison on one device: the fused op (forward op, backward op, and forward +
+//! backward through autograd) against the stock candle forward and the composite
+//! `layer_norm_slow`. Prints a table, writes a CSV, and with `--dump` writes inputs and outputs
+//! as safetensors for the f64 PyTorch check (`bench/torch_check.py`).
+//!
+//! `cargo run --release -p ln-bench --features cuda --bin gpu_bench -- --device cuda`
+
+use anyhow::Result;
+use candle_core::{DType, Device, Tensor, Var};
+use clap::Parser;
+use ln_bench::timing::{iters_for, time_us};
+use ln_bench::{stock::stock_layer_norm, H200_COPY_GBPS, SHAPES};
+use std::collections::HashMap;
+use std::io::Write;
+
+#[derive(Parser)]
+struct Args {
+    /// cpu or cuda
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// Comma separated dtypes.
+    #[arg(long, default_value = "f32,bf16")]
+    dtypes: String,
+    /// Only the first N shapes of the grid (for quick runs).
+    #[arg(long)]
+    shapes: Option<usize>,
+    /// Batches per measurement (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    #[arg(long, default_value = "bench-candle.csv")]
+    csv: String,
+    /// Also write inputs/outputs for the numerics check into this folder.
+    #[arg(long)]
+    dump: Option<String>,
+}
+
+const EPS: f32 = 1e-5;
+
+struct Row {
+    imp: &'static str,
+    level: &'static str,
+    dtype: DType,
+    rows: usize,
+    cols: usize,
+    us: f64,
+    bytes: usize,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let dev = match args.device.as_str() {
+        "cpu" => Device::Cpu,
+        "cuda" => Device::new_cuda(0)?,
+        d => anyhow::bail!("unknown device {d}, use cpu or cuda"),
+    };
+    let mut out = Vec::new();
+    let shapes = &SHAPES[..args.shapes.unwrap_or(SHAPES.len()).min(SHAPES.len())];
+    for dtype in args.dtypes.split(',') {
+        let dtype: DType = dtype.parse()?;
+        for &(rows, cols) in shapes {
+            bench_shape(&dev, dtype, rows, cols, args.reps, &mut out)?;
+        }
+    }
+    print_table(&out);
+    let mut f = std::fs::File::create(&args.csv)?;
+    writeln!(f, "impl,level,dtype,rows,cols,us,gbps,frac_copy")?;
+    for r in &out {
+        let gbps = r.bytes as f64 / r.us / 1e3;
+        let dt = r.dtype.as_str();
+        let frac = gbps / H200_COPY_GBPS;
+        let (imp, level, rows, cols, us) = (r.imp, r.level, r.rows, r.cols, r.us);
+        writeln!(
+            f,
+            "{imp},{level},{dt},{rows},{cols},{us:.3},{gbps:.1},{frac:.3}"
+        )?;
+    }
+    if let Some(dir) = &args.dump {
+        dump_numerics(&dev, dir)?;
+    }
+    Ok(())
+}
+
+fn bench_shape(
+    dev: &Device,
+    dtype: DType,
+    rows: usize,
+    cols: usize,
+    reps: usize,
+    out: &mut Vec<Row>,
+) -> Result<()> {
+    let x = Tensor::randn(0f32, 1., (rows, cols), dev)?.to_dtype(dtype)?;
+    let w = Tensor::randn(1f32, 0.1, cols, dev)?.to_dtype(dtype)?;
+    let b = Tensor::randn(0f32, 0.1, cols, dev)?.to_dtype(dtype)?;
+    let dy = Tensor::randn(0f32, 1., (rows, cols), dev)?.to_dtype(dtype)?;
+    let n = rows * cols * dtype.size_in_bytes();
+    let p = cols * dtype.size_in_bytes();
+    let (fwd_bytes, bwd_bytes) = (2 * n + 2 * p, 3 * n + 3 * p);
+    let iters = iters_for(fwd_bytes);
+    let mut push = |imp, level, us, bytes| {
+        out.push(Row {
+            imp,
+            level,
+            dtype,
+            rows,
+            cols,
+            us,
+            bytes,
+        })
+    };
+
+    let us = time_us(dev, iters, reps, || {
+        candle_nn::ops::layer_norm(&x, &w, &b, EPS).map(drop)
+    })?;
+    push("fused", "fwd", us, fwd_bytes);
+    let us = time_us(dev, iters, reps, || {
+        candle_nn::ops::layer_norm_bwd(&x, Some(&w), &dy, EPS, true).map(drop)
+    })?;
+    push("fused", "bwd", us, bwd_bytes);
+    if dev.is_cuda() {
+        let us = time_us(dev, iters, reps, || {
+            stock_layer_norm(&x, &w, &b, EPS).map(drop)
+        })?;
+        push("stock", "fwd", us, fwd_bytes);
+    }
+    let us = time_us(dev, iters, reps, || {
+        candle_nn::ops::layer_norm_slow(&x, &w, &b, EPS).map(drop)
+    })?;
+    push("composite", "fwd", us, fwd_bytes);
+
+    // What a user gets through autograd: forward, then `(y * dy).backward()` (candle seeds the
+    // backward with ones, so the gradient reaching y is dy).
+    let (xv, wv, bv) = (
+        Var::from_tensor(&x)?,
+        Var::from_tensor(&w)?,
+        Var::from_tensor(&b)?,
+    );
+    let fused = || {
+        let y = candle_nn::ops::layer_norm(&xv, &wv, &bv, EPS)?;
+        (y * &dy)?.backward().map(drop)
+    };
+    let us = time_us(dev, iters.div_ceil(4), reps, fused)?;
+    push("fused", "fwd+bwd", us, fwd_bytes + bwd_bytes);
+    let composite = || {
+        let y = candle_nn::ops::layer_norm_slow(&xv, &wv, &bv, EPS)?;
+        (y * &dy)?.backward().map(drop)
+    };
+    let us = time_us(dev, iters.div_ceil(4), reps, composite)?;
+    push("composite", "fwd+bwd", us, fwd_bytes + bwd_bytes);
+    Ok(())
+}
+
+fn print_table(out: &[Row]) {
+    let get = |r: &Row, imp: &str, level: &str| {
+        out.iter()
+            .find(|o| {
+                o.imp == imp
+                    && o.level == level
+                    && o.dtype == r.dtype
+                    && o.rows == r.rows
+                    && o.cols == r.cols
+            })
+            .map(|o| (o.us, o.bytes as f64 / o.us / 1e3))
+    };
+    println!(
+        "{:<5} {:>12} | {:>16} {:>16} {:>16} | {:>16} | {:>11} {:>11} {:>7}",
+        "dtype",
+        "rows x cols",
+        "fused fwd us GB/s",
+        "stock fwd",
+        "composite fwd",
+        "fused bwd",
+        "ag fused us",
+        "ag comp us",
+        "speedup"
+    );
+    for r in out.iter().filter(|r| r.imp == "fused" && r.level == "fwd") {
+        let cell = |v: Option<(f64, f64)>| match v {
+            Some((us, gbps)) => format!("{us:>8.1} {gbps:>7.0}"),
+            None => format!("{:>16}", "-"),
+        };
+        let ag = |imp| get(r, imp, "fwd+bwd").map(|v| v.0).unwrap_or(f64::NAN);
+        let (agf, agc) = (ag("fused"), ag("composite"));
+        println!(
+            "{:<5} {:>12} | {} {} {} | {} | {:>11.1} {:>11.1} {:>6.1}x",
+            r.dtype.as_str(),
+            format!("{}x{}", r.rows, r.cols),
+            cell(get(r, "fused", "fwd")),
+            cell(get(r, "stock", "fwd")),
+            cell(get(r, "composite", "fwd")),
+            cell(get(r, "fused", "bwd")),
+            agf,
+            agc,
+            agc / agf
+        );
+    }
+}
+
+/// Writes inputs and fused outputs (forward and all gradients) for several shapes and every
+/// dtype, so that `torch_check.py` can compare them with PyTorch in f64 on the same device.
+fn dump_numerics(dev: &Device, dir: &str) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let cases: [(&str, usize, usize, f32, f32); 6] = [
+        ("small", 4096, 64, 0., 1.),
+        ("odd", 1000, 17, 0., 1.),
+        ("medium", 512, 1024, 0., 1.),
+        ("wide", 64, 4097, 0., 1.),
+        ("huge", 8, 65536, 0., 1.),
+        ("large_mean", 256, 1024, 1e4, 1e-2),
+    ];
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        for (name, rows, cols, mean, std) in cases {
+            let x = (Tensor::randn(0f64, 1., (rows, cols), dev)? * std as f64)?;
+            let x = (x + mean as f64)?.to_dtype(dtype)?;
+            let w = Tensor::randn(1f64, 0.1, cols, dev)?.to_dtype(dtype)?;
+            let b = Tensor::randn(0f64, 0.1, cols, dev)?.to_dtype(dtype)?;
+            let dy = Tensor::randn(0f64, 1., (rows, cols), dev)?.to_dtype(dtype)?;
+            let (xv, wv, bv) = (
+                Var::from_tensor(&x)?,
+                Var::from_tensor(&w)?,
+                Var::from_tensor(&b)?,
+            );
+            let y = candle_nn::ops::layer_norm(&xv, &wv, &bv, EPS)?;
+            let grads = (&y * &dy)?.backward()?;
+            let grad = |v: &Var| {
+                grads
+                    .get(v)
+                    .cloned()
+                    .ok_or_else(|| anyhow::anyhow!("no gradient"))
+            };
+            let tensors: HashMap<String, Tensor> = [
+                ("x", x.clone()),
+                ("w", w),
+                ("b", b),
+                ("dy", dy),
+                ("y", y.detach()),
+                ("dx", grad(&xv)?),
+                ("dw", grad(&wv)?),
+                ("db", grad(&bv)?),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            let path = format!("{dir}/{}_{name}.safetensors", dtype.as_str());
+            candle_core::safetensors::save(&tensors, path)?;
+        }
+    }
+    Ok(())
+}
