@@ -694,13 +694,15 @@ layer_norm_dtype!(f64, f64, |v| v, |v| v);
 layer_norm_dtype!(half::f16, f32, half::f16::to_f32, half::f16::from_f32);
 layer_norm_dtype!(half::bf16, f32, half::bf16::to_f32, half::bf16::from_f32);
 
-/// Mean and reciprocal standard deviation of a row, computed in two passes so that rows with a
-/// large mean compared to their spread keep their precision.
+/// Mean and reciprocal standard deviation of a row, computed in two passes over the row shifted
+/// by its first element so that rows with a large mean compared to their spread keep their
+/// precision.
 fn layer_norm_row_stats<T: LayerNormDType>(row: &[T], eps: f32) -> (T::Acc, T::Acc) {
     use num_traits::{Float, NumCast};
     let zero = <T::Acc as num_traits::Zero>::zero();
     let n: T::Acc = NumCast::from(row.len()).unwrap_or(zero);
-    let mean = row.iter().fold(zero, |acc, &v| acc + v.to_acc()) / n;
+    let shift = row.first().map_or(zero, |&v| v.to_acc());
+    let mean = shift + row.iter().fold(zero, |acc, &v| acc + (v.to_acc() - shift)) / n;
     let var = row.iter().fold(zero, |acc, &v| {
         let d = v.to_acc() - mean;
         acc + d * d
