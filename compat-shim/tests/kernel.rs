@@ -89,10 +89,7 @@ fn auto_uses_the_fused_kernel() -> candle_core::Result<()> {
 }
 
 /// The large-mean requirement applied to the fused kernel (composite: tests/composite.rs).
-/// At candle-patch bab83c1 the CPU kernel sums the row in f32 without a shift: max abs error
-/// 0.30 at hidden 64 (requirement 1e-2). Un-ignore once the patch shifts rows (DESIGN.md §2.4).
 #[test]
-#[ignore = "patched CPU layer_norm_opt: max abs err 0.30 > 1e-2 on mean-1e4 rows (unshifted f32 sum)"]
 fn large_mean_rows_f32_kernel() {
     for dev in devices() {
         check_large_mean_rows(Backend::Auto, &dev);

@@ -694,21 +694,34 @@ layer_norm_dtype!(f64, f64, |v| v, |v| v);
 layer_norm_dtype!(half::f16, f32, half::f16::to_f32, half::f16::from_f32);
 layer_norm_dtype!(half::bf16, f32, half::bf16::to_f32, half::bf16::from_f32);
 
-/// Mean and reciprocal standard deviation of a row, computed in two passes over the row shifted
-/// by its first element so that rows with a large mean compared to their spread keep their
-/// precision.
-fn layer_norm_row_stats<T: LayerNormDType>(row: &[T], eps: f32) -> (T::Acc, T::Acc) {
-    use num_traits::{Float, NumCast};
-    let zero = <T::Acc as num_traits::Zero>::zero();
-    let n: T::Acc = NumCast::from(row.len()).unwrap_or(zero);
-    let shift = row.first().map_or(zero, |&v| v.to_acc());
-    let mean = shift + row.iter().fold(zero, |acc, &v| acc + (v.to_acc() - shift)) / n;
-    let var = row.iter().fold(zero, |acc, &v| {
-        let d = v.to_acc() - mean;
-        acc + d * d
-    }) / n;
-    let eps: T::Acc = NumCast::from(eps).unwrap_or(zero);
-    (mean, (var.max(zero) + eps).sqrt().recip())
+/// Statistics of a row, computed in two passes over the row shifted by its first element so
+/// that rows with a large mean compared to their spread keep their precision: the normalized
+/// value of `x` is `(x - shift - mean) * rstd`, `shift + mean` is never rounded to a single value.
+struct LayerNormRowStats<A> {
+    shift: A,
+    mean: A,
+    rstd: A,
+}
+
+impl<A: num_traits::Float> LayerNormRowStats<A> {
+    fn new<T: LayerNormDType<Acc = A>>(row: &[T], eps: f32) -> Self {
+        use num_traits::NumCast;
+        let zero = A::zero();
+        let n: A = NumCast::from(row.len()).unwrap_or(zero);
+        let shift = row.first().map_or(zero, |&v| v.to_acc());
+        let mean = row.iter().fold(zero, |acc, &v| acc + (v.to_acc() - shift)) / n;
+        let var = row.iter().fold(zero, |acc, &v| {
+            let d = v.to_acc() - shift - mean;
+            acc + d * d
+        }) / n;
+        let eps: A = NumCast::from(eps).unwrap_or(zero);
+        let rstd = (var.max(zero) + eps).sqrt().recip();
+        Self { shift, mean, rstd }
+    }
+
+    fn normalize(&self, v: A) -> A {
+        (v - self.shift - self.mean) * self.rstd
+    }
 }
 
 fn layer_norm_cpu_fwd<T: LayerNormDType>(
@@ -725,9 +738,9 @@ fn layer_norm_cpu_fwd<T: LayerNormDType>(
     xs.par_chunks(n_cols)
         .zip(dst.par_chunks_mut(n_cols))
         .for_each(|(src, dst)| {
-            let (mean, rstd) = layer_norm_row_stats(src, eps);
+            let stats = LayerNormRowStats::new(src, eps);
             for (i, (d, &s)) in dst.iter_mut().zip(src.iter()).enumerate() {
-                let mut v = (s.to_acc() - mean) * rstd;
+                let mut v = stats.normalize(s.to_acc());
                 if let Some(alpha) = alpha {
                     v = v * alpha[i].to_acc();
                 }
@@ -779,8 +792,8 @@ fn layer_norm_cpu_bwd<T: LayerNormDType>(
                 .zip(grad.chunks(n_cols))
                 .zip(dxs.chunks_mut(n_cols))
             {
-                let (mean, rstd) = layer_norm_row_stats(x, eps);
-                let xhat = |i: usize| (x[i].to_acc() - mean) * rstd;
+                let stats = LayerNormRowStats::new(x, eps);
+                let xhat = |i: usize| stats.normalize(x[i].to_acc());
                 let g = |i: usize| match alpha {
                     None => dy[i].to_acc(),
                     Some(alpha) => dy[i].to_acc() * alpha[i].to_acc(),
@@ -794,7 +807,7 @@ fn layer_norm_cpu_bwd<T: LayerNormDType>(
                 let (mean_g, mean_gx) = (sum_g / n, sum_gx / n);
                 for (i, dx) in dx.iter_mut().enumerate() {
                     let xhat = xhat(i);
-                    *dx = T::from_acc((g(i) - mean_g - xhat * mean_gx) * rstd);
+                    *dx = T::from_acc((g(i) - mean_g - xhat * mean_gx) * stats.rstd);
                     if alpha_grad {
                         dalpha[i] = dalpha[i] + dy[i].to_acc() * xhat;
                     }
