@@ -968,7 +968,8 @@ fn layer_norm_cuda_bwd<T, A>(
 where
     T: candle::cuda_backend::CudaDType
         + candle::WithDType
-        + candle::cuda_backend::cudarc::driver::DeviceRepr,
+        + candle::cuda_backend::cudarc::driver::DeviceRepr
+        + candle::cuda_backend::cudarc::driver::ValidAsZeroBits,
     A: candle::cuda_backend::cudarc::driver::DeviceRepr
         + candle::cuda_backend::cudarc::driver::ValidAsZeroBits,
 {
