@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds every CUDA binary the device run needs (here, without a GPU) and packs them into
+# .gpu/bins.tar.xz (ignored, carried to the device machine). Needs ../shared/gpu/cuda-toolchain.sh.
+#   bench/scripts/build_gpu.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+eval "$(../shared/gpu/cuda-toolchain.sh)"
+stage=.gpu/bins
+rm -rf "$stage" && mkdir -p "$stage"
+
+# Prints the test executables of a cargo invocation ("name path" per line).
+executables() {
+  cargo "$@" --message-format=json 2>/dev/null | python3 -c '
+import json, sys, os
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+        print(m["target"]["name"], m["executable"])'
+}
+collect() { # prefix, cargo args...
+  local prefix=$1; shift
+  cargo "$@" >&2 || { echo "build failed: cargo $*" >&2; exit 1; }
+  executables "$@" | while read -r name exe; do
+    cp "$exe" "$stage/$prefix-$name"; strip "$stage/$prefix-$name"
+  done
+}
+# Vendored candle tests (upstream style, test_device! _gpu variants).
+collect candle-nn test --release --no-run --manifest-path candle-patch/Cargo.toml -p candle-nn --features cuda --test ops --test layer_norm
+collect candle-core test --release --no-run --manifest-path candle-patch/Cargo.toml -p candle-core --features cuda --test grad_tests --test custom_op_tests
+# Our crates.
+collect shim test --release --no-run -p candle-layer-norm-compat --features kernel,cuda --tests
+collect shim build --release -p candle-layer-norm-compat --features kernel,cuda --example ab_bench
+collect bench build --release -p ln-bench --features cuda --bin gpu_bench
+if [ -d tft ]; then
+  collect tft build --release -p tft --features cuda --bins
+  collect tft test --release --no-run -p tft --features cuda --tests
+fi
+ls -la "$stage"
+tar -C .gpu -cJf .gpu/bins.tar.xz bins
+rm -rf "$stage"
+ls -la .gpu/bins.tar.xz
