@@ -16,7 +16,7 @@ pub struct InterpretableMultiHeadAttention {
 
 impl InterpretableMultiHeadAttention {
     pub fn new(hidden: usize, n_heads: usize, vb: VarBuilder) -> Result<Self> {
-        if hidden % n_heads != 0 {
+        if n_heads == 0 || !hidden.is_multiple_of(n_heads) {
             candle_core::bail!("hidden {hidden} not divisible by n_heads {n_heads}");
         }
         let d_head = hidden / n_heads;

@@ -29,7 +29,7 @@ pub struct Series {
 }
 
 fn is_leap(y: u32) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+    (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400)
 }
 
 /// Fractional year at the middle of the given day.
@@ -237,10 +237,10 @@ impl Dataset {
                     t as f32,
                 ]);
             }
-            for i in e + 1..=e + h {
+            for (i, &yi) in y.iter().enumerate().take(e + h + 1).skip(e + 1) {
                 let [s, c, t] = self.week_features(i);
                 fut.extend_from_slice(&[s as f32, c as f32, t as f32]);
-                tgt.push(((y[i] - last) / nm.rel_scale) as f32);
+                tgt.push(((yi - last) / nm.rel_scale) as f32);
             }
         }
         Ok(Batch {
