@@ -37,7 +37,10 @@
 // summed, and the mean is kept as K + m with m small: for a row with mean 1e4
 // and std 1e-2 the float nearest to the mean is up to 5e-4 (0.05 std) off,
 // while x - K is exact and (x - K) - m keeps xhat accurate to ~1e-5.
-#include "cuda_utils.cuh"
+// Only the fp16/bf16 headers (not cuda_utils.cuh): its compatibility shims
+// assume a device-only compile and clash with a host pass.
+#include "cuda_bf16.h"
+#include "cuda_fp16.h"
 #include <stdint.h>
 
 // The kernels are also compiled by a host + device test harness: its host pass
@@ -819,8 +822,9 @@ __device__ __forceinline__ void bwd_reduce(const typename acc_type<T>::type *__r
     layer_norm::fwd_resident<T, L, VV>(x, y, w, b, nrows, ncols, eps);                             \
   }
 
+// l256v4 backward: cap at 128 registers so that two blocks fit on an SM.
 #define LN_BWD(T, ACC, S, TAG, L, VV)                                                       \
-  extern "C" __global__ void __launch_bounds__((L) <= 32 ? 128 : (L))                             \
+  extern "C" __global__ void __launch_bounds__((L) <= 32 ? 128 : (L), (L) == 256 ? 2 : 1)        \
       layernorm_bwd_##TAG##_##S(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part,          \
                                 ACC *db_part, const int64_t nrows, const int64_t ncols,            \
                                 const float eps) {                                                 \
