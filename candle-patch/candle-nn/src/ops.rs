@@ -843,7 +843,7 @@ fn layer_norm_cpu_slice<'a, T: candle::WithDType>(
 /// Number of threads that share a row and number of 16 bytes vectors held by each thread for the
 /// register resident CUDA kernels, the first tier large enough for a row is used. Longer rows use
 /// the `big` kernels which read the row twice. The backward kernels hold more values per thread
-/// and stop one tier earlier.
+/// and stop two tiers earlier (the 1024 threads tiers would spill registers).
 #[cfg(feature = "cuda")]
 const LAYER_NORM_CUDA_TIERS: [(usize, usize); 14] = [
     (1, 1),
@@ -863,7 +863,7 @@ const LAYER_NORM_CUDA_TIERS: [(usize, usize); 14] = [
 ];
 
 #[cfg(feature = "cuda")]
-const LAYER_NORM_CUDA_BWD_TIERS: usize = 13;
+const LAYER_NORM_CUDA_BWD_TIERS: usize = 12;
 
 /// Kernel name suffix, threads per block and rows per block for a row of `n_cols` elements.
 #[cfg(feature = "cuda")]
@@ -995,12 +995,19 @@ where
 
     let (tier, block_dim, rows_per_block) =
         layer_norm_cuda_tier(n_cols, T::DTYPE, LAYER_NORM_CUDA_BWD_TIERS);
+    let name = kernel_name::<T>(&format!("layernorm_bwd_{tier}"));
+    let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
+    // A persistent grid of as many blocks as can be resident: its size only depends on the
+    // shape and the device so the partial sums are added in the same order on every run.
     let n_sms = dev
         .cuda_stream()
         .context()
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .w()? as usize;
-    let blocks_per_sm = (2048 / block_dim as usize).max(1);
+    let blocks_per_sm = func
+        .occupancy_max_active_blocks_per_multiprocessor(block_dim, 0, None)
+        .w()?
+        .max(1) as usize;
     let n_blocks = n_rows.div_ceil(rows_per_block).min(n_sms * blocks_per_sm);
     let cfg = LaunchConfig {
         grid_dim: (n_blocks as u32, 1, 1),
@@ -1019,8 +1026,6 @@ where
     let null = 0u64;
     let (mut dxs, mut dparams) = dst.split_at_mut(el_count);
     {
-        let name = kernel_name::<T>(&format!("layernorm_bwd_{tier}"));
-        let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
         let mut builder = func.builder();
         builder.arg(&xs);
         builder.arg(&grad);
