@@ -281,4 +281,10 @@ impl Dataset {
     pub fn seasonal_naive_mae(&self, ends: &[usize]) -> f64 {
         self.mae(ends, |e, h| self.series.values[e + h - SEASON])
     }
+
+    /// Seasonal naive plus the last year's change: `y[e+h-52] + (y[e] - y[e-52])`.
+    pub fn seasonal_drift_mae(&self, ends: &[usize]) -> f64 {
+        let y = &self.series.values;
+        self.mae(ends, |e, h| y[e + h - SEASON] + (y[e] - y[e - SEASON]))
+    }
 }

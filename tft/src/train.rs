@@ -41,6 +41,10 @@ impl Trainer {
         })
     }
 
+    pub fn set_lr(&mut self, lr: f64) {
+        self.opt.set_learning_rate(lr);
+    }
+
     pub fn loss(&self, data: &Dataset, ends: &[usize]) -> Result<Tensor> {
         let b = data.batch(ends, &self.device)?;
         let out = self.model.forward(&b.static_x, &b.past, &b.future)?;
@@ -110,6 +114,17 @@ pub fn epoch_batches(
         StdRng::seed_from_u64(seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(epoch as u64 + 1)));
     idx.shuffle(&mut rng);
     idx.chunks(batch_size.max(1)).map(|c| c.to_vec()).collect()
+}
+
+/// Cosine decay from `lr` (step 0) to `lr / 10` (last step).
+pub fn cosine_lr(lr: f64, step: usize, total: usize) -> f64 {
+    let p = if total > 1 {
+        step as f64 / (total - 1) as f64
+    } else {
+        0.0
+    };
+    let min = lr / 10.0;
+    min + (lr - min) * 0.5 * (1.0 + (std::f64::consts::PI * p).cos())
 }
 
 /// Records, for every parameter, whether it ever received a non-zero gradient, and compares
