@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# The device run: unpacks .gpu/bins.tar.xz (from build_gpu.sh) and runs, per phase,
-#   tests:  kernel harness (if present), vendored candle tests, shim and TFT tests on the GPU,
-#           compute-sanitizer memcheck + racecheck on the layer-norm GPU tests
-#   bench:  gpu_bench + PyTorch bench + f64 numerics check + report/plot, shim A/B, TFT runs
+# The device run: unpacks .gpu/bins.tar.xz (from build_gpu.sh) and runs the phases given as a
+# comma separated list (default: all of them):
+#   harness:   the standalone kernel harness in .gpu/ln_harness, if present
+#   tests:     vendored candle tests, shim and TFT tests on the GPU
+#   sanitizer: compute-sanitizer memcheck + racecheck on the layer-norm GPU tests
+#   bench:     gpu_bench + PyTorch bench + f64 numerics check + report/plot, shim A/B
+#   tft:       10-epoch TFT runs with the fused kernel and with the composite
 # Every step logs to $OUT/<step>.log; a failing step is recorded, the run goes on.
-#   bench/scripts/device_run.sh tests|bench|all
+#   bench/scripts/device_run.sh tests,sanitizer
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-phase=${1:-all}
+phases=",${1:-harness,tests,sanitizer,bench,tft},"
+has() { [[ $phases == *",$1,"* ]]; }
 OUT=${OUT:-device-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
@@ -25,13 +29,15 @@ step() { # name timeout cmd...
 }
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } > "$OUT/device.txt" 2>&1
 
-if [ "$phase" = tests ] || [ "$phase" = all ]; then
-  if [ -f .gpu/ln_harness/run.sh ]; then step kernel-harness 300 bash .gpu/ln_harness/run.sh; fi
+if has harness && [ -f .gpu/ln_harness/run.sh ]; then step kernel-harness 300 bash .gpu/ln_harness/run.sh; fi
+if has tests; then
   for t in "$B"/candle-nn-* "$B"/candle-core-* "$B"/shim-* "$B"/tft-*; do
     n=$(basename "$t")
-    case "$n" in shim-ab_bench|tft-tft) continue ;; esac
+    case "$n" in shim-ab_bench|*-bin-*) continue ;; esac
     step "test-$n" 300 "$t" --test-threads=4
   done
+fi
+if has sanitizer; then
   # Sanitizers on the GPU layer-norm tests (the generated *_gpu variants).
   for tool in memcheck racecheck; do
     for t in "$B"/candle-nn-layer_norm "$B"/candle-nn-ops; do
@@ -40,16 +46,18 @@ if [ "$phase" = tests ] || [ "$phase" = all ]; then
   done
 fi
 
-if [ "$phase" = bench ] || [ "$phase" = all ]; then
-  step gpu-bench 400 "$B/bench-gpu_bench" --device cuda --csv "$OUT/bench-candle.csv" --dump "$OUT/dump"
+if has bench; then
+  step gpu-bench 400 "$B/bench-bin-gpu_bench" --device cuda --csv "$OUT/bench-candle.csv" --dump "$OUT/dump"
   step torch-bench 300 python3 bench/scripts/torch_bench.py --csv "$OUT/bench-torch.csv"
   step torch-check 120 python3 bench/scripts/torch_check.py "$OUT/dump" "$OUT/numerics.csv"
   rm -rf "$OUT/dump"
   step report 60 python3 bench/scripts/report.py "$OUT/bench-candle.csv" "$OUT/bench-torch.csv" "$OUT/report" --title "(H200, $(date -u +%F))"
   step shim-ab-bench 300 "$B/shim-ab_bench" --device cuda
-  if [ -x "$B/tft-tft" ]; then
-    step tft-kernel 400 "$B/tft-tft" --device cuda --epochs 10 --layer-norm kernel
-    step tft-composite 400 "$B/tft-tft" --device cuda --epochs 10 --layer-norm composite
+fi
+if has tft; then
+  if [ -x "$B/tft-bin-tft" ]; then
+    step tft-kernel 400 "$B/tft-bin-tft" --device cuda --epochs 10 --layer-norm kernel
+    step tft-composite 400 "$B/tft-bin-tft" --device cuda --epochs 10 --layer-norm composite
   fi
 fi
 cat "$status"
