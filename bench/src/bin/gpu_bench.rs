@@ -32,6 +32,14 @@ struct Args {
     /// Also write inputs/outputs for the numerics check into this folder.
     #[arg(long)]
     dump: Option<String>,
+    /// Keep freed memory in CUDA's stream-ordered pool (release threshold = max, what PyTorch's
+    /// caching allocator does). By default the pool returns memory at each synchronize and the
+    /// first large allocation afterwards maps fresh pages, which candle users pay today.
+    #[arg(long)]
+    keep_pool: bool,
+    /// Time the pieces of an autograd step (mul, ones_like, add, ...) at this shape, e.g. 4096x4096.
+    #[arg(long)]
+    breakdown: Option<String>,
 }
 
 const EPS: f32 = 1e-5;
@@ -53,6 +61,12 @@ fn main() -> Result<()> {
         "cuda" => Device::new_cuda(0)?,
         d => anyhow::bail!("unknown device {d}, use cpu or cuda"),
     };
+    if args.keep_pool {
+        keep_pool_memory(&dev)?;
+    }
+    if let Some(shape) = &args.breakdown {
+        return breakdown(&dev, shape, args.reps);
+    }
     let mut out = Vec::new();
     let shapes = &SHAPES[..args.shapes.unwrap_or(SHAPES.len()).min(SHAPES.len())];
     for dtype in args.dtypes.split(',') {
@@ -244,5 +258,75 @@ fn dump_numerics(dev: &Device, dir: &str) -> Result<()> {
             candle_core::safetensors::save(&tensors, path)?;
         }
     }
+    Ok(())
+}
+
+#[cfg(feature = "cuda")]
+fn keep_pool_memory(dev: &Device) -> Result<()> {
+    use candle_core::cuda_backend::cudarc::driver::sys;
+    let ctx = dev.as_cuda_device()?.cuda_stream().context().clone();
+    ctx.bind_to_thread()?;
+    // SAFETY: ffi on the device's own context; the attribute takes a u64.
+    unsafe {
+        let mut pool = std::mem::MaybeUninit::uninit();
+        sys::cuDeviceGetDefaultMemPool(pool.as_mut_ptr(), ctx.cu_device()).result()?;
+        let mut threshold = u64::MAX;
+        sys::cuMemPoolSetAttribute(
+            pool.assume_init(),
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            &mut threshold as *mut u64 as *mut std::ffi::c_void,
+        )
+        .result()?;
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "cuda"))]
+fn keep_pool_memory(_: &Device) -> Result<()> {
+    anyhow::bail!("--keep-pool needs a cuda build")
+}
+
+/// Times the pieces of `y = layer_norm(x, w, b); (y * dy).backward()` one by one.
+fn breakdown(dev: &Device, shape: &str, reps: usize) -> Result<()> {
+    let (rows, cols) = shape
+        .split_once('x')
+        .ok_or_else(|| anyhow::anyhow!("shape is ROWSxCOLS"))?;
+    let (rows, cols): (usize, usize) = (rows.parse()?, cols.parse()?);
+    let x = Tensor::randn(0f32, 1., (rows, cols), dev)?;
+    let w = Tensor::randn(1f32, 0.1, cols, dev)?;
+    let b = Tensor::randn(0f32, 0.1, cols, dev)?;
+    let dy = Tensor::randn(0f32, 1., (rows, cols), dev)?;
+    let (xv, wv, bv) = (
+        Var::from_tensor(&x)?,
+        Var::from_tensor(&w)?,
+        Var::from_tensor(&b)?,
+    );
+    let iters = iters_for(rows * cols * 8).div_ceil(2);
+    let t = |name: &str, f: &mut dyn FnMut() -> candle_core::Result<()>| -> Result<()> {
+        let us = time_us(dev, iters, reps, f)?;
+        println!("{name:<40} {us:>9.1} us");
+        Ok(())
+    };
+    t("fused forward op", &mut || {
+        candle_nn::ops::layer_norm(&x, &w, &b, EPS).map(drop)
+    })?;
+    t("fused backward op", &mut || {
+        candle_nn::ops::layer_norm_bwd(&x, Some(&w), &dy, EPS, true).map(drop)
+    })?;
+    t("x * dy (mul)", &mut || (&x * &dy).map(drop))?;
+    t("ones_like", &mut || x.ones_like().map(drop))?;
+    t("zeros_like", &mut || x.zeros_like().map(drop))?;
+    t("x + dy (add)", &mut || (&x + &dy).map(drop))?;
+    t("forward through autograd (vars)", &mut || {
+        candle_nn::ops::layer_norm(&xv, &wv, &bv, EPS).map(drop)
+    })?;
+    t("forward + (y * dy).backward()", &mut || {
+        let y = candle_nn::ops::layer_norm(&xv, &wv, &bv, EPS)?;
+        (y * &dy)?.backward().map(drop)
+    })?;
+    t("composite forward + (y * dy).backward()", &mut || {
+        let y = candle_nn::ops::layer_norm_slow(&xv, &wv, &bv, EPS)?;
+        (y * &dy)?.backward().map(drop)
+    })?;
     Ok(())
 }
