@@ -61,3 +61,6 @@ if has tft; then
   fi
 fi
 cat "$status"
+# Few files come back from the device: pack the logs and the raw CSVs (report.csv merges them).
+(cd "$OUT" && tar czf logs.tgz --remove-files ./*.log bench-candle.csv bench-torch.csv 2>/dev/null || tar czf logs.tgz --remove-files ./*.log)
+ls "$OUT"
