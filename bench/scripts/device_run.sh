@@ -6,6 +6,7 @@
 #   sanitizer: compute-sanitizer memcheck + racecheck on the layer-norm GPU tests
 #   bench:     gpu_bench + PyTorch bench + f64 numerics check + report/plot, shim A/B
 #   tft:       10-epoch TFT runs with the fused kernel and with the composite
+#   stats:     the saved-vs-recomputed statistics experiment in .gpu/stats_experiment, if present
 # Every step logs to $OUT/<step>.log; a failing step is recorded, the run goes on.
 #   bench/scripts/device_run.sh tests,sanitizer
 set -uo pipefail
@@ -52,8 +53,14 @@ if has bench; then
   step torch-check 120 python3 bench/scripts/torch_check.py "$OUT/dump" "$OUT/numerics.csv"
   rm -rf "$OUT/dump"
   step report 60 python3 bench/scripts/report.py "$OUT/bench-candle.csv" "$OUT/bench-torch.csv" "$OUT/report" --title "(H200, $(date -u +%F))"
+  # The same with freed memory kept in CUDA's pool (what PyTorch's caching allocator does).
+  step gpu-bench-keep-pool 400 "$B/bench-bin-gpu_bench" --device cuda --keep-pool --csv "$OUT/bench-candle-keep-pool.csv"
+  step report-keep-pool 60 python3 bench/scripts/report.py "$OUT/bench-candle-keep-pool.csv" "$OUT/bench-torch.csv" "$OUT/report-keep-pool" --title "(H200, $(date -u +%F), --keep-pool)"
+  step breakdown 120 "$B/bench-bin-gpu_bench" --device cuda --breakdown 4096x4096
+  step breakdown-keep-pool 120 "$B/bench-bin-gpu_bench" --device cuda --keep-pool --breakdown 4096x4096
   step shim-ab-bench 300 "$B/shim-ab_bench" --device cuda
 fi
+if has stats && [ -f .gpu/stats_experiment/run.sh ]; then step stats-experiment 300 bash .gpu/stats_experiment/run.sh; fi
 if has tft; then
   if [ -x "$B/tft-bin-tft" ]; then
     step tft-kernel 400 "$B/tft-bin-tft" --device cuda --epochs 10 --layer-norm kernel
@@ -62,5 +69,5 @@ if has tft; then
 fi
 cat "$status"
 # Few files come back from the device: pack the logs and the raw CSVs (report.csv merges them).
-(cd "$OUT" && tar czf logs.tgz --remove-files ./*.log bench-candle.csv bench-torch.csv 2>/dev/null || tar czf logs.tgz --remove-files ./*.log)
+(cd "$OUT" && tar czf logs.tgz --remove-files ./*.log ./bench-*.csv ./report-keep-pool.* 2>/dev/null)
 ls "$OUT"
