@@ -10,11 +10,19 @@
 // the vector slots `lane + k * LANES`, k < VECS. The host picks the first tier
 // with LANES * VECS >= nvec and the `big` kernel beyond the last one.
 //
-//   LANES <= 32  : blockDim.x = 128, 128 / LANES rows per block.
+//   LANES <= 64  : blockDim.x = 128, 128 / LANES rows per block.
 //   LANES >= 128 : blockDim.x = LANES, one row per block.
 //   big          : blockDim.x = 1024, one row per block, row not resident.
 //
 // All row loops are grid-stride, so any gridDim.x >= 1 is valid.
+//
+// Backward tiers with an `s` suffix (layernorm_bwd_l512v2s_f32, LANES >= 128
+// only) keep the dw / db partials in dynamic shared memory instead of
+// registers: they must be launched with 2 * nvec * V * sizeof(ACC) bytes of
+// dynamic shared memory (above 48 KB this needs the function attribute
+// MAX_DYNAMIC_SHARED_SIZE_BYTES; the host skips these tiers when the size
+// exceeds the device's opt-in maximum). Every other kernel uses static shared
+// memory only.
 //
 //   layernorm_fwd_<tier>_<dtype>(x, y, w, b, nrows, ncols, eps)
 //   layernorm_bwd_<tier>_<dtype>(x, dy, w, dx, dw_part, db_part, nrows, ncols, eps)
@@ -216,8 +224,9 @@ __device__ __forceinline__ void store_pack(T *__restrict__ p, int64_t slot, int 
 // Sums N values over the LANES threads that share a row; every thread of the
 // group gets the same bits back (xor butterflies are symmetric and the
 // cross-warp step sums the per-warp values in a fixed order in every thread).
-// sbuf ([N][32] in shared memory) is only used when LANES > 32. Consecutive
-// calls must use different buffers: there is no barrier after the read.
+// sbuf ([N][32] in shared memory) is only used when LANES > 32; the row group
+// of a thread is warps [w0, w0 + LANES / 32) of the block. Consecutive calls
+// must use different buffers: there is no barrier after the read.
 template <int LANES, int N, typename ACC>
 __device__ __forceinline__ void row_allreduce(ACC (&v)[N], ACC *sbuf) {
   constexpr int W = LANES < 32 ? LANES : 32;
@@ -229,6 +238,7 @@ __device__ __forceinline__ void row_allreduce(ACC (&v)[N], ACC *sbuf) {
   if constexpr (LANES > 32) {
     constexpr int NW = LANES / 32;
     const int warp = threadIdx.x / 32;
+    const int w0 = warp - warp % NW;
     if ((threadIdx.x & 31) == 0) {
 #pragma unroll
       for (int i = 0; i < N; ++i)
@@ -237,10 +247,10 @@ __device__ __forceinline__ void row_allreduce(ACC (&v)[N], ACC *sbuf) {
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-      ACC s = sbuf[i * 32];
+      ACC s = sbuf[i * 32 + w0];
 #pragma unroll
       for (int k = 1; k < NW; ++k)
-        s += sbuf[i * 32 + k];
+        s += sbuf[i * 32 + w0 + k];
       v[i] = s;
     }
   }
@@ -256,7 +266,7 @@ __device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restr
                                              int64_t nrows, int64_t ncols, float eps) {
   using ACC = typename acc_type<T>::type;
   constexpr int V = Pack<T>::N;
-  constexpr int THREADS = LANES <= 32 ? 128 : LANES;
+  constexpr int THREADS = LANES < 128 ? 128 : LANES;
   constexpr int RPB = THREADS / LANES;
   __shared__ ACC sred[2][32];
 
@@ -346,9 +356,14 @@ __device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restr
 // (sum d^2, sum g, sum g*d) with d = x - mean and g = dy * w, then
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  mean(g*xhat) = rstd * mean(g*d).
 // dw/db partials of the thread's (fixed) columns stay in registers across the
-// rows it processes. DY_RES keeps dy resident too; otherwise dy is re-read in
-// the dx pass (an L1/L2 hit) to leave registers for the accumulators.
-template <typename T, int LANES, int VECS>
+// rows it processes (SMEM_ACC, the `s` tiers, one row per block: in dynamic
+// shared memory, where each thread only ever touches its own columns, so no
+// barrier is needed until the final write; this frees 2 * VECS * V registers). DY_RES keeps dy resident too; otherwise dy is re-read
+// in the dx pass (an L1/L2 hit) to leave registers for the accumulators. W_RES
+// keeps the thread's w in registers for all rows (small tiers of >= 128 lanes).
+extern __shared__ float4 ln_dyn_smem[];
+
+template <typename T, int LANES, int VECS, bool SMEM_ACC>
 __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *__restrict__ dy,
                                              const T *__restrict__ w, T *__restrict__ dx,
                                              typename acc_type<T>::type *__restrict__ dw_part,
@@ -356,11 +371,19 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
                                              int64_t nrows, int64_t ncols, float eps) {
   using ACC = typename acc_type<T>::type;
   constexpr int V = Pack<T>::N;
-  constexpr int THREADS = LANES <= 32 ? 128 : LANES;
+  constexpr int THREADS = LANES < 128 ? 128 : LANES;
   constexpr int RPB = THREADS / LANES;
+  static_assert(!SMEM_ACC || RPB == 1, "shared memory partials need one row per block");
   // dy stays resident unless the thread's 2 * VECS * V accumulators already
   // take most of the register budget (checked with ptxas -v: no spills).
-  constexpr bool DY_RES = VECS * V < 32 && LANES < 512;
+  constexpr bool DY_RES = SMEM_ACC ? VECS * V <= 8 : VECS * V < 32 && (LANES < 512 || VECS * V <= 8);
+  constexpr bool W_RES = !SMEM_ACC && LANES >= 128 && VECS * V <= 8;
+  // ACC lanes of one vector slot in shared memory, as 16-byte words.
+  constexpr int NQ = V * (int)sizeof(ACC) / 16;
+  union AccVec {
+    float4 q[NQ];
+    ACC a[V];
+  };
   __shared__ ACC sred[2][3 * 32];
 
   const int lane = threadIdx.x % LANES;
@@ -372,14 +395,30 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   for (int k = 0; k < VECS; ++k)
     nv[k] = slot_valid<V>(lane + k * LANES, ncols);
 
-  ACC dwa[VECS][V], dba[VECS][V];
+  ACC dwa[SMEM_ACC ? 1 : VECS][V], dba[SMEM_ACC ? 1 : VECS][V];
+  // SMEM_ACC: dw partials at sacc[0, npad), db partials at sacc[npad, 2 npad).
+  const int64_t npad = (ncols + V - 1) / V * V;
+  ACC *sacc = reinterpret_cast<ACC *>(ln_dyn_smem);
+  if constexpr (SMEM_ACC) {
+    for (int64_t e = threadIdx.x; e < 2 * npad; e += THREADS)
+      sacc[e] = ACC(0);
+    __syncthreads();
+  } else {
 #pragma unroll
-  for (int k = 0; k < VECS; ++k)
+    for (int k = 0; k < VECS; ++k)
 #pragma unroll
-    for (int j = 0; j < V; ++j) {
-      dwa[k][j] = ACC(0);
-      dba[k][j] = ACC(0);
-    }
+      for (int j = 0; j < V; ++j) {
+        dwa[k][j] = ACC(0);
+        dba[k][j] = ACC(0);
+      }
+  }
+  Pack<T> wres[W_RES ? VECS : 1];
+  if constexpr (W_RES) {
+#pragma unroll
+    for (int k = 0; k < VECS; ++k)
+      if (w)
+        wres[k] = load_pack(w, lane + k * LANES, nv[k], vec);
+  }
 
   for (int64_t row0 = (int64_t)blockIdx.x * RPB; row0 < nrows; row0 += (int64_t)gridDim.x * RPB) {
     const int64_t row = row0 + grp;
@@ -424,7 +463,9 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
         dyk = gr[k];
       else
         dyk = load_pack(dyrow, slot, active ? nv[k] : 0, vec);
-      if (w)
+      if constexpr (W_RES)
+        wk = wres[k];
+      else if (w)
         wk = load_pack(w, slot, nv[k], vec);
 #pragma unroll
       for (int j = 0; j < V; ++j)
@@ -437,6 +478,11 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
           s3[1] += g;
           s3[2] += g * d;
         }
+      // Wide shared-memory tiers (64 registers at 1024 threads): at most two
+      // slots of dy and w in flight, or the hoisted loads spill.
+      if constexpr (SMEM_ACC && !DY_RES && VECS > 2)
+        if (k % 2 == 1)
+          asm volatile("" ::: "memory");
     }
     row_allreduce<LANES>(s3, sred[1]);
     const ACC rstd = ln_rstd(max(s3[0] * inv_n, ACC(0)), eps);
@@ -456,20 +502,53 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
           dyk = gr[k];
         else
           dyk = load_pack(dyrow, slot, nv[k], vec);
-        if (w)
+        if constexpr (W_RES)
+          wk = wres[k];
+        else if (w)
           wk = load_pack(w, slot, nv[k], vec);
+        if constexpr (SMEM_ACC) {
+          // This thread's columns [slot * V, slot * V + V) of the partials.
+          float4 *qw = reinterpret_cast<float4 *>(sacc + slot * V);
+          float4 *qb = reinterpret_cast<float4 *>(sacc + npad + slot * V);
+          AccVec aw, ab;
 #pragma unroll
-        for (int j = 0; j < V; ++j) {
-          const ACC xhat = ((Elem<T>::get(xr[k], j) - shift) - mean) * rstd;
-          const ACC dyv = Elem<T>::get(dyk, j);
-          const ACC g = w ? dyv * Elem<T>::get(wk, j) : dyv;
-          Elem<T>::set(o, j, rstd * (g - mg - xhat * mgx));
-          if (j < nv[k]) {
-            dwa[k][j] += dyv * xhat;
-            dba[k][j] += dyv;
+          for (int q = 0; q < NQ; ++q) {
+            aw.q[q] = qw[q];
+            ab.q[q] = qb[q];
+          }
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            const ACC xhat = ((Elem<T>::get(xr[k], j) - shift) - mean) * rstd;
+            const ACC dyv = Elem<T>::get(dyk, j);
+            const ACC g = w ? dyv * Elem<T>::get(wk, j) : dyv;
+            Elem<T>::set(o, j, rstd * (g - mg - xhat * mgx));
+            if (j < nv[k]) {
+              aw.a[j] += dyv * xhat;
+              ab.a[j] += dyv;
+            }
+          }
+#pragma unroll
+          for (int q = 0; q < NQ; ++q) {
+            qw[q] = aw.q[q];
+            qb[q] = ab.q[q];
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            const ACC xhat = ((Elem<T>::get(xr[k], j) - shift) - mean) * rstd;
+            const ACC dyv = Elem<T>::get(dyk, j);
+            const ACC g = w ? dyv * Elem<T>::get(wk, j) : dyv;
+            Elem<T>::set(o, j, rstd * (g - mg - xhat * mgx));
+            if (j < nv[k]) {
+              dwa[k][j] += dyv * xhat;
+              dba[k][j] += dyv;
+            }
           }
         }
         store_pack(dxrow, slot, nv[k], vec, o);
+        if constexpr (SMEM_ACC && !DY_RES && VECS > 2)
+          if (k % 2 == 1)
+            asm volatile("" ::: "memory");
       }
     }
   }
@@ -477,7 +556,15 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   // Write this block's partial row. Every column is written (zeros when the
   // block processed no rows).
   const int64_t prow = (int64_t)blockIdx.x * ncols;
-  if constexpr (RPB == 1) {
+  if constexpr (SMEM_ACC) {
+    __syncthreads();
+    for (int64_t e = threadIdx.x; e < ncols; e += THREADS) {
+      if (dw_part)
+        dw_part[prow + e] = sacc[e];
+      if (db_part)
+        db_part[prow + e] = sacc[npad + e];
+    }
+  } else if constexpr (RPB == 1) {
 #pragma unroll
     for (int k = 0; k < VECS; ++k)
 #pragma unroll
@@ -774,9 +861,11 @@ __device__ __forceinline__ void bwd_reduce(const typename acc_type<T>::type *__r
     ACC aw = ACC(0), ab = ACC(0);
     if (col < ncols) {
       if (dw_part)
+#pragma unroll 4
         for (int64_t p = ty; p < nparts; p += RED_SLICES)
           aw += dw_part[p * ncols + col];
       if (db_part)
+#pragma unroll 4
         for (int64_t p = ty; p < nparts; p += RED_SLICES)
           ab += db_part[p * ncols + col];
     }
@@ -816,48 +905,64 @@ __device__ __forceinline__ void bwd_reduce(const typename acc_type<T>::type *__r
 // ---------------------------------------------------------------------------
 
 #define LN_FWD(T, S, TAG, L, VV)                                                                   \
-  extern "C" __global__ void __launch_bounds__((L) <= 32 ? 128 : (L))                             \
+  extern "C" __global__ void __launch_bounds__((L) < 128 ? 128 : (L))                              \
       layernorm_fwd_##TAG##_##S(const T *x, T *y, const T *w, const T *b, const int64_t nrows,    \
                                 const int64_t ncols, const float eps) {                            \
     layer_norm::fwd_resident<T, L, VV>(x, y, w, b, nrows, ncols, eps);                             \
   }
 
-// l256v4 backward: cap at 128 registers so that two blocks fit on an SM.
-#define LN_BWD(T, ACC, S, TAG, L, VV)                                                       \
-  extern "C" __global__ void __launch_bounds__((L) <= 32 ? 128 : (L), (L) == 256 ? 2 : 1)        \
+// MINB: minimum resident blocks per SM for __launch_bounds__ (caps the
+// registers: l256v4 at 128 so that two blocks fit, the 512-lane small tiers
+// at 64).
+#define LN_BWD(T, ACC, S, TAG, L, VV, MINB, SM)                                                    \
+  extern "C" __global__ void __launch_bounds__((L) < 128 ? 128 : (L), MINB)                        \
       layernorm_bwd_##TAG##_##S(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part,          \
                                 ACC *db_part, const int64_t nrows, const int64_t ncols,            \
                                 const float eps) {                                                 \
-    layer_norm::bwd_resident<T, L, VV>(x, dy, w, dx, dw_part, db_part, nrows, ncols, eps);  \
+    layer_norm::bwd_resident<T, L, VV, SM>(x, dy, w, dx, dw_part, db_part, nrows, ncols, eps);     \
   }
 
+// Every tier below is instantiated for both directions, plus forward-only
+// and backward-only (shared memory partials) ones; the host tier tables pick
+// a subset, the harness benchmarks them all.
+#define LN_TIERS(T, ACC, S, TAG, L, VV, MINB)                                                      \
+  LN_FWD(T, S, TAG, L, VV)                                                                         \
+  LN_BWD(T, ACC, S, TAG, L, VV, MINB, false)
+
 #define LN_OPS(T, ACC, S)                                                                          \
-  LN_FWD(T, S, l1v1, 1, 1)                                                                         \
-  LN_FWD(T, S, l2v1, 2, 1)                                                                         \
-  LN_FWD(T, S, l4v1, 4, 1)                                                                         \
-  LN_FWD(T, S, l8v1, 8, 1)                                                                         \
-  LN_FWD(T, S, l16v1, 16, 1)                                                                       \
-  LN_FWD(T, S, l32v1, 32, 1)                                                                       \
-  LN_FWD(T, S, l32v2, 32, 2)                                                                       \
-  LN_FWD(T, S, l32v4, 32, 4)                                                                       \
-  LN_FWD(T, S, l32v8, 32, 8)                                                                       \
-  LN_FWD(T, S, l128v4, 128, 4)                                                                     \
-  LN_FWD(T, S, l256v4, 256, 4)                                                                     \
-  LN_FWD(T, S, l512v4, 512, 4)                                                                     \
+  LN_TIERS(T, ACC, S, l1v1, 1, 1, 1)                                                               \
+  LN_TIERS(T, ACC, S, l2v1, 2, 1, 1)                                                               \
+  LN_TIERS(T, ACC, S, l4v1, 4, 1, 1)                                                               \
+  LN_TIERS(T, ACC, S, l8v1, 8, 1, 1)                                                               \
+  LN_TIERS(T, ACC, S, l16v1, 16, 1, 1)                                                             \
+  LN_TIERS(T, ACC, S, l32v1, 32, 1, 1)                                                             \
+  LN_TIERS(T, ACC, S, l32v2, 32, 2, 1)                                                             \
+  LN_TIERS(T, ACC, S, l32v4, 32, 4, 1)                                                             \
+  LN_TIERS(T, ACC, S, l32v8, 32, 8, 1)                                                             \
+  LN_TIERS(T, ACC, S, l64v1, 64, 1, 1)                                                             \
+  LN_TIERS(T, ACC, S, l64v2, 64, 2, 1)                                                             \
+  LN_TIERS(T, ACC, S, l128v1, 128, 1, 1)                                                           \
+  LN_TIERS(T, ACC, S, l128v2, 128, 2, 1)                                                           \
+  LN_TIERS(T, ACC, S, l128v4, 128, 4, 1)                                                           \
+  LN_TIERS(T, ACC, S, l256v1, 256, 1, 1)                                                           \
+  LN_TIERS(T, ACC, S, l256v2, 256, 2, 1)                                                           \
+  LN_TIERS(T, ACC, S, l256v4, 256, 4, 2)                                                           \
+  LN_TIERS(T, ACC, S, l512v4, 512, 4, 1)                                                           \
+  LN_FWD(T, S, l512v1, 512, 1)                                                                     \
+  LN_FWD(T, S, l512v2, 512, 2)                                                                     \
+  LN_FWD(T, S, l1024v2, 1024, 2)                                                                   \
   LN_FWD(T, S, l1024v4, 1024, 4)                                                                   \
   LN_FWD(T, S, l1024v8, 1024, 8)                                                                   \
-  LN_BWD(T, ACC, S, l1v1, 1, 1)                                                              \
-  LN_BWD(T, ACC, S, l2v1, 2, 1)                                                              \
-  LN_BWD(T, ACC, S, l4v1, 4, 1)                                                              \
-  LN_BWD(T, ACC, S, l8v1, 8, 1)                                                              \
-  LN_BWD(T, ACC, S, l16v1, 16, 1)                                                            \
-  LN_BWD(T, ACC, S, l32v1, 32, 1)                                                            \
-  LN_BWD(T, ACC, S, l32v2, 32, 2)                                                            \
-  LN_BWD(T, ACC, S, l32v4, 32, 4)                                                            \
-  LN_BWD(T, ACC, S, l32v8, 32, 8)                                                            \
-  LN_BWD(T, ACC, S, l128v4, 128, 4)                                                          \
-  LN_BWD(T, ACC, S, l256v4, 256, 4)                                                          \
-  LN_BWD(T, ACC, S, l512v4, 512, 4)                                                          \
+  LN_BWD(T, ACC, S, l128v2s, 128, 2, 1, true)                                                      \
+  LN_BWD(T, ACC, S, l128v4s, 128, 4, 1, true)                                                      \
+  LN_BWD(T, ACC, S, l256v2s, 256, 2, 1, true)                                                      \
+  LN_BWD(T, ACC, S, l256v4s, 256, 4, 1, true)                                                      \
+  LN_BWD(T, ACC, S, l512v1s, 512, 1, 2, true)                                                      \
+  LN_BWD(T, ACC, S, l512v2s, 512, 2, 2, true)                                                      \
+  LN_BWD(T, ACC, S, l512v4s, 512, 4, 1, true)                                                      \
+  LN_BWD(T, ACC, S, l1024v1s, 1024, 1, 1, true)                                                    \
+  LN_BWD(T, ACC, S, l1024v2s, 1024, 2, 1, true)                                                    \
+  LN_BWD(T, ACC, S, l1024v4s, 1024, 4, 1, true)                                                    \
   extern "C" __global__ void __launch_bounds__(layer_norm::BIG_THREADS)                           \
       layernorm_fwd_big_##S(const T *x, T *y, const T *w, const T *b, const int64_t nrows,         \
                             const int64_t ncols, const float eps) {                                \

@@ -840,42 +840,67 @@ fn layer_norm_cpu_slice<'a, T: candle::WithDType>(
     }
 }
 
-/// Number of threads that share a row and number of 16 bytes vectors held by each thread for the
-/// register resident CUDA kernels, the first tier large enough for a row is used. Longer rows use
-/// the `big` kernels which read the row twice. The backward kernels hold more values per thread
-/// and stop two tiers earlier (the 1024 threads tiers would spill registers).
+/// Register resident CUDA kernel tiers: number of threads that share a row, number of 16 bytes
+/// vectors held by each thread, and for the backward whether the `dalpha`/`dbeta` partial sums
+/// live in dynamic shared memory rather than in registers (kernel name suffix `s`). The first
+/// tier large enough for a row is used, longer rows use the `big` kernels which read the row
+/// twice. Tiers must be sorted by `lanes * vecs`.
 #[cfg(feature = "cuda")]
-const LAYER_NORM_CUDA_TIERS: [(usize, usize); 14] = [
-    (1, 1),
-    (2, 1),
-    (4, 1),
-    (8, 1),
-    (16, 1),
-    (32, 1),
-    (32, 2),
-    (32, 4),
-    (32, 8),
-    (128, 4),
-    (256, 4),
-    (512, 4),
-    (1024, 4),
-    (1024, 8),
+const LAYER_NORM_CUDA_FWD_TIERS: [(usize, usize, bool); 14] = [
+    (1, 1, false),
+    (2, 1, false),
+    (4, 1, false),
+    (8, 1, false),
+    (16, 1, false),
+    (32, 1, false),
+    (32, 2, false),
+    (32, 4, false),
+    (32, 8, false),
+    (128, 4, false),
+    (256, 4, false),
+    (512, 4, false),
+    (1024, 4, false),
+    (1024, 8, false),
 ];
 
+/// The backward holds `x`, `dy` and two accumulators per element: fewer vectors per thread than
+/// the forward, and shared memory partial sums for the widest rows. Previous table (for
+/// comparison): the forward one up to `(512, 4, false)`.
 #[cfg(feature = "cuda")]
-const LAYER_NORM_CUDA_BWD_TIERS: usize = 12;
+const LAYER_NORM_CUDA_BWD_TIERS: [(usize, usize, bool); 13] = [
+    (1, 1, false),
+    (2, 1, false),
+    (4, 1, false),
+    (8, 1, false),
+    (16, 1, false),
+    (32, 1, false),
+    (32, 2, false),
+    (128, 1, false),
+    (256, 1, false),
+    (512, 1, true),
+    (256, 4, false),
+    (512, 4, true),
+    (1024, 4, true),
+];
 
-/// Kernel name suffix, threads per block and rows per block for a row of `n_cols` elements.
+/// Kernel name suffix, threads per block, rows per block and whether the tier uses shared memory
+/// partial sums, for a row of `n_cols` elements.
 #[cfg(feature = "cuda")]
-fn layer_norm_cuda_tier(n_cols: usize, dtype: DType, n_tiers: usize) -> (String, u32, usize) {
+fn layer_norm_cuda_tier(
+    n_cols: usize,
+    dtype: DType,
+    tiers: &[(usize, usize, bool)],
+) -> (String, u32, usize, bool) {
     let n_vecs = n_cols.div_ceil(16 / dtype.size_in_bytes());
-    let tier = LAYER_NORM_CUDA_TIERS[..n_tiers]
-        .iter()
-        .find(|(lanes, vecs)| lanes * vecs >= n_vecs);
+    let tier = tiers.iter().find(|(lanes, vecs, _)| lanes * vecs >= n_vecs);
     match tier {
-        Some(&(lanes, vecs)) if lanes <= 32 => (format!("l{lanes}v{vecs}"), 128, 128 / lanes),
-        Some(&(lanes, vecs)) => (format!("l{lanes}v{vecs}"), lanes as u32, 1),
-        None => ("big".to_string(), 1024, 1),
+        Some(&(lanes, vecs, smem)) => {
+            let block_dim = lanes.max(128);
+            let suffix = if smem { "s" } else { "" };
+            let tag = format!("l{lanes}v{vecs}{suffix}");
+            (tag, block_dim as u32, block_dim / lanes, smem)
+        }
+        None => ("big".to_string(), 1024, 1, false),
     }
 }
 
@@ -922,7 +947,9 @@ where
     let dst = unsafe { dev.alloc::<T>(el_count)? };
     if el_count > 0 {
         let n_rows = el_count / n_cols;
-        let (tier, block_dim, rows_per_block) = layer_norm_cuda_tier(n_cols, T::DTYPE, 14);
+        let (tier, block_dim, rows_per_block, _) =
+            layer_norm_cuda_tier(n_cols, T::DTYPE, &LAYER_NORM_CUDA_FWD_TIERS);
+        // One block per row group: no cap, the hardware schedules the blocks.
         let grid_dim = n_rows.div_ceil(rows_per_block).min(i32::MAX as usize) as u32;
         let cfg = LaunchConfig {
             grid_dim: (grid_dim, 1, 1),
@@ -993,26 +1020,44 @@ where
     // SAFETY: Set later by running the kernels.
     let mut dst = unsafe { dev.alloc::<T>(el_count + n_params * n_cols)? };
 
-    let (tier, block_dim, rows_per_block) =
-        layer_norm_cuda_tier(n_cols, T::DTYPE, LAYER_NORM_CUDA_BWD_TIERS);
+    let context = dev.cuda_stream().context().clone();
+    // Shared memory partial sums: two rows of `n_cols` (rounded up to whole vectors) `A`s, the
+    // tiers using them are skipped when this exceeds what a block can opt in to.
+    let elem_per_vec = 16 / T::DTYPE.size_in_bytes();
+    let smem_bytes = 2 * n_cols.div_ceil(elem_per_vec) * elem_per_vec * std::mem::size_of::<A>();
+    let max_smem = context
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        .w()? as usize;
+    let tiers: Vec<(usize, usize, bool)> = LAYER_NORM_CUDA_BWD_TIERS
+        .iter()
+        .filter(|(_, _, smem)| !smem || smem_bytes <= max_smem)
+        .copied()
+        .collect();
+    let (tier, block_dim, rows_per_block, smem) = layer_norm_cuda_tier(n_cols, T::DTYPE, &tiers);
+    let smem_bytes = if smem { smem_bytes } else { 0 };
     let name = kernel_name::<T>(&format!("layernorm_bwd_{tier}"));
     let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
+    if smem_bytes > 48 * 1024 {
+        func.set_attribute(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem_bytes as i32,
+        )
+        .w()?;
+    }
     // A persistent grid of as many blocks as can be resident: its size only depends on the
     // shape and the device so the partial sums are added in the same order on every run.
-    let n_sms = dev
-        .cuda_stream()
-        .context()
+    let n_sms = context
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .w()? as usize;
     let blocks_per_sm = func
-        .occupancy_max_active_blocks_per_multiprocessor(block_dim, 0, None)
+        .occupancy_max_active_blocks_per_multiprocessor(block_dim, smem_bytes, None)
         .w()?
         .max(1) as usize;
     let n_blocks = n_rows.div_ceil(rows_per_block).min(n_sms * blocks_per_sm);
     let cfg = LaunchConfig {
         grid_dim: (n_blocks as u32, 1, 1),
         block_dim: (block_dim, 1, 1),
-        shared_mem_bytes: 0,
+        shared_mem_bytes: smem_bytes as u32,
     };
     // SAFETY: Set later by running the kernel, every block writes its row.
     let dalpha_part = match alpha_grad {
