@@ -11,6 +11,7 @@ mod series;
 mod sha256;
 mod tempdir;
 mod tree;
+mod upstream;
 mod vendor_md;
 
 use std::path::PathBuf;
@@ -40,6 +41,10 @@ enum Command {
     },
     /// Check that [patch.crates-io] is used and candle resolves to candle-patch/.
     CheckPatch(check_patch::Args),
+    /// Apply upstream/series/ onto upstream candle main, then fmt, clippy, tests (unless --quick).
+    UpstreamCheck(upstream::CheckArgs),
+    /// Regenerate upstream/series/ from the vendored change in candle-patch/ (3-way onto main).
+    UpstreamExport(upstream::ExportArgs),
 }
 
 fn main() {
@@ -48,6 +53,8 @@ fn main() {
     let result: Result<bool> = match cli.command {
         Command::Series { command } => series::run(&repo, command),
         Command::CheckPatch(args) => check_patch::run(&repo, &args),
+        Command::UpstreamCheck(args) => upstream::check(&repo, &args),
+        Command::UpstreamExport(args) => upstream::export(&repo, &args),
     };
     match result {
         Ok(true) => {}
