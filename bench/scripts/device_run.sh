@@ -30,7 +30,7 @@ step() { # name timeout cmd...
 }
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } > "$OUT/device.txt" 2>&1
 
-if has harness && [ -f .gpu/ln_harness/run.sh ]; then step kernel-harness 300 bash .gpu/ln_harness/run.sh; fi
+if has harness && [ -f .gpu/ln_harness/run.sh ]; then step kernel-harness 400 bash .gpu/ln_harness/run.sh ${HARNESS_ARGS:-}; fi
 if has tests; then
   for t in "$B"/candle-nn-* "$B"/candle-core-* "$B"/shim-* "$B"/tft-*; do
     n=$(basename "$t")

@@ -839,12 +839,13 @@ __device__ __forceinline__ void bwd_big(const T *__restrict__ x, const T *__rest
 }
 
 // dw[c] = sum_p dw_part[p * ncols + c] (same for db), always in the same order.
-// Launch: blockDim.x = 256 = 32 columns x 8 slices, gridDim.x = ceil(ncols / 32)
+// Launch: blockDim.x = 1024 = 32 columns x 32 slices, gridDim.x = ceil(ncols / 32)
 // (any grid works: column blocks are grid-strided). Slice t sums the parts
-// p = t, t + 8, t + 16, ... in increasing order, then thread (c, 0) adds the 8
-// slice sums in slice order.
+// p = t, t + 32, t + 64, ... in increasing order, then thread (c, 0) adds the 32
+// slice sums in slice order. 32 slices keep narrow rows (2 column blocks for
+// 64 columns) from summing a thousand partials per thread.
 constexpr int RED_COLS = 32;
-constexpr int RED_SLICES = 8;
+constexpr int RED_SLICES = 32;
 
 template <typename T>
 __device__ __forceinline__ void bwd_reduce(const typename acc_type<T>::type *__restrict__ dw_part,
@@ -880,15 +881,13 @@ __device__ __forceinline__ void bwd_reduce(const typename acc_type<T>::type *__r
         tw += sw[i][tx];
         tb += sb[i][tx];
       }
-      if (dw)
-        {
+      if (dw) {
         Pack<T> t;
         t.zero();
         Elem<T>::set(t, 0, tw);
         reinterpret_cast<typename Elem<T>::bits *>(dw)[col] = Elem<T>::get_bits(t, 0);
       }
-      if (db)
-        {
+      if (db) {
         Pack<T> t;
         t.zero();
         Elem<T>::set(t, 0, tb);

@@ -780,7 +780,7 @@ fn layer_norm_cpu_bwd<T: LayerNormDType>(
     let n: T::Acc = NumCast::from(n_cols).unwrap_or(zero);
     let rows_per_chunk = n_rows.div_ceil(MAX_CHUNKS);
     let (dxs, dparams) = dst.split_at_mut(el_count);
-    let partials: Vec<(Vec<T::Acc>, Vec<T::Acc>)> = xs
+    let partials: Vec<_> = xs
         .par_chunks(rows_per_chunk * n_cols)
         .zip(grad.par_chunks(rows_per_chunk * n_cols))
         .zip(dxs.par_chunks_mut(rows_per_chunk * n_cols))
@@ -1095,7 +1095,7 @@ where
         let (mut dalpha, mut dbeta) = dparams.split_at_mut(if alpha_grad { n_cols } else { 0 });
         let cfg = LaunchConfig {
             grid_dim: (n_cols.div_ceil(32) as u32, 1, 1),
-            block_dim: (256, 1, 1),
+            block_dim: (1024, 1, 1),
             shared_mem_bytes: 0,
         };
         let name = kernel_name::<T>("layernorm_bwd_reduce");
