@@ -190,18 +190,28 @@ impl Tensor {
                         let rhs_sum_grad = grads.or_insert(rhs)?;
                         *rhs_sum_grad = rhs_sum_grad.sub(&grad)?;
                     }
+                    // An operand that does not track gradients (a constant such as a mask or an
+                    // upstream gradient) gets none: computing it costs a full-size op.
                     Op::Binary(lhs, rhs, BinaryOp::Mul) => {
-                        let lhs_grad = grad.mul(rhs)?;
-                        grads.accumulate(lhs, &lhs_grad)?;
-                        let rhs_grad = grad.mul(lhs)?;
-                        grads.accumulate(rhs, &rhs_grad)?;
+                        if lhs.track_op() {
+                            let lhs_grad = grad.mul(rhs)?;
+                            grads.accumulate(lhs, &lhs_grad)?;
+                        }
+                        if rhs.track_op() {
+                            let rhs_grad = grad.mul(lhs)?;
+                            grads.accumulate(rhs, &rhs_grad)?;
+                        }
                     }
                     Op::Binary(lhs, rhs, BinaryOp::Div) => {
-                        let lhs_grad = grad.div(rhs)?;
-                        grads.accumulate(lhs, &lhs_grad)?;
-                        let rhs_grad = grad.mul(lhs)?.div(&rhs.sqr()?)?;
-                        let rhs_sum_grad = grads.or_insert(rhs)?;
-                        *rhs_sum_grad = rhs_sum_grad.sub(&rhs_grad)?;
+                        if lhs.track_op() {
+                            let lhs_grad = grad.div(rhs)?;
+                            grads.accumulate(lhs, &lhs_grad)?;
+                        }
+                        if rhs.track_op() {
+                            let rhs_grad = grad.mul(lhs)?.div(&rhs.sqr()?)?;
+                            let rhs_sum_grad = grads.or_insert(rhs)?;
+                            *rhs_sum_grad = rhs_sum_grad.sub(&rhs_grad)?;
+                        }
                     }
                     Op::Binary(lhs, rhs, BinaryOp::Minimum)
                     | Op::Binary(lhs, rhs, BinaryOp::Maximum) => {
@@ -489,22 +499,14 @@ impl Tensor {
                         let grad = node.eq(arg)?.to_dtype(grad.dtype())?.mul(&grad)?;
                         grads.accumulate(arg, &grad.broadcast_as(arg.dims())?)?;
                     }
-                    Op::ToDType(arg) => {
-                        grads.accumulate(arg, &grad.to_dtype(arg.dtype())?)?
-                    }
-                    Op::Copy(arg) => {
-                        grads.accumulate(arg, &grad)?
-                    }
+                    Op::ToDType(arg) => grads.accumulate(arg, &grad.to_dtype(arg.dtype())?)?,
+                    Op::Copy(arg) => grads.accumulate(arg, &grad)?,
                     Op::Affine { arg, mul, .. } => {
                         let arg_grad = grad.affine(*mul, 0.)?;
                         grads.accumulate(arg, &arg_grad)?
                     }
-                    Op::Unary(arg, UnaryOp::Log) => {
-                        grads.accumulate(arg, &(grad / arg)?)?
-                    }
-                    Op::Unary(arg, UnaryOp::Sin) => {
-                        grads.accumulate(arg, &(&grad * arg.cos())?)?
-                    }
+                    Op::Unary(arg, UnaryOp::Log) => grads.accumulate(arg, &(grad / arg)?)?,
+                    Op::Unary(arg, UnaryOp::Sin) => grads.accumulate(arg, &(&grad * arg.cos())?)?,
                     Op::Unary(arg, UnaryOp::Cos) => {
                         let sum_grad = grads.or_insert(arg)?;
                         *sum_grad = sum_grad.sub(&(&grad * arg.sin())?)?
@@ -520,9 +522,7 @@ impl Tensor {
                         let abs_grad = arg.ge(&arg.zeros_like()?)?.where_cond(&ones, &ones.neg()?);
                         *sum_grad = sum_grad.add(&(&grad * abs_grad)?)?
                     }
-                    Op::Unary(arg, UnaryOp::Exp) => {
-                        grads.accumulate(arg, &(&grad * *node)?)?
-                    }
+                    Op::Unary(arg, UnaryOp::Exp) => grads.accumulate(arg, &(&grad * *node)?)?,
                     Op::Unary(arg, UnaryOp::Neg) => {
                         let sum_grad = grads.or_insert(arg)?;
                         *sum_grad = sum_grad.sub(&grad)?

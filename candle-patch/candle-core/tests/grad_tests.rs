@@ -505,6 +505,29 @@ fn binary_grad(device: &Device) -> Result<()> {
     Ok(())
 }
 
+fn grad_accumulation(device: &Device) -> Result<()> {
+    let x = Var::new(&[1f32, 2., 3.], device)?;
+    let c = Tensor::new(&[4f32, 5., 8.], device)?;
+    // x is used three times, its gradients add up: c + 1 + 1 / c.
+    let y = ((x.mul(&c)? + x.as_tensor())? + x.div(&c)?)?;
+    let grads = y.sum_all()?.backward()?;
+    let grad_x = grads.get(&x).context("no grad for x")?;
+    assert_eq!(grad_x.to_vec1::<f32>()?, [5.25, 6.2, 9.125]);
+    // c does not track gradients, none is computed for it.
+    assert!(grads.get(&c).is_none());
+    // Non-contiguous first gradients are stored contiguous.
+    let m = Var::new(&[[1f32, 2.], [3., 4.]], device)?;
+    let grads = m
+        .t()?
+        .mul(&Tensor::new(&[[1f32, 2.], [3., 4.]], device)?)?
+        .sum_all()?
+        .backward()?;
+    let grad_m = grads.get(&m).context("no grad for m")?;
+    assert!(grad_m.is_contiguous());
+    assert_eq!(grad_m.to_vec2::<f32>()?, [[1., 3.], [2., 4.]]);
+    Ok(())
+}
+
 #[test]
 fn test_flip_backprop() -> Result<()> {
     let device = &Device::Cpu;
@@ -560,4 +583,10 @@ test_device!(
     binary_grad_cpu,
     binary_grad_gpu,
     binary_grad_metal
+);
+test_device!(
+    grad_accumulation,
+    grad_accumulation_cpu,
+    grad_accumulation_gpu,
+    grad_accumulation_metal
 );

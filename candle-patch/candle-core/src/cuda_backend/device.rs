@@ -235,9 +235,46 @@ impl CudaDevice {
     }
 }
 
+/// Keeps the memory freed by candle in the device's default stream-ordered pool rather than
+/// returning it to the driver at each synchronization: otherwise the first large allocation after
+/// a synchronization maps fresh pages, which costs as much as the kernel using the buffer (e.g.
+/// 2x the time of a layer norm on 512MB). This is what caching allocators do (PyTorch). Devices
+/// without memory pools are left as they are.
+fn retain_pool_memory(context: &cudarc::driver::CudaContext) -> Result<()> {
+    use cudarc::driver::sys;
+    let mut supported = 0;
+    // SAFETY: ffi, plain queries and an attribute that takes a u64.
+    unsafe {
+        sys::cuDeviceGetAttribute(
+            &mut supported,
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+            context.cu_device(),
+        )
+        .result()
+        .w()?;
+        if supported == 0 {
+            return Ok(());
+        }
+        let mut pool = std::mem::MaybeUninit::uninit();
+        sys::cuDeviceGetDefaultMemPool(pool.as_mut_ptr(), context.cu_device())
+            .result()
+            .w()?;
+        let mut threshold = u64::MAX;
+        sys::cuMemPoolSetAttribute(
+            pool.assume_init(),
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            &mut threshold as *mut u64 as *mut std::ffi::c_void,
+        )
+        .result()
+        .w()?;
+    }
+    Ok(())
+}
+
 impl CudaDevice {
     pub fn new_with_stream(ordinal: usize) -> Result<Self> {
         let context = cudarc::driver::CudaContext::new(ordinal).w()?;
+        retain_pool_memory(&context)?;
         let stream = context.new_stream().w()?;
         let blas = cudarc::cublas::CudaBlas::new(stream.clone()).w()?;
         let curand = cudarc::curand::CudaRng::new(299792458, stream.clone()).w()?;
@@ -261,6 +298,7 @@ impl BackendDevice for CudaDevice {
 
     fn new(ordinal: usize) -> Result<Self> {
         let context = cudarc::driver::CudaContext::new(ordinal).w()?;
+        retain_pool_memory(&context)?;
         let stream = context.default_stream();
         let blas = cudarc::cublas::CudaBlas::new(stream.clone()).w()?;
         let curand = cudarc::curand::CudaRng::new(299792458, stream.clone()).w()?;
