@@ -41,9 +41,8 @@ fi
 if has sanitizer; then
   # Sanitizers on the GPU layer-norm tests (the generated *_gpu variants).
   for tool in memcheck racecheck; do
-    for t in "$B"/candle-nn-layer_norm "$B"/candle-nn-ops; do
-      step "$tool-$(basename "$t")" 400 compute-sanitizer --tool "$tool" --error-exitcode 1 "$t" --test-threads=1 _gpu
-    done
+    step "$tool-candle-nn-layer_norm" 200 compute-sanitizer --tool "$tool" --error-exitcode 1 "$B/candle-nn-layer_norm" --test-threads=1 _gpu
+    step "$tool-candle-nn-ops" 200 compute-sanitizer --tool "$tool" --error-exitcode 1 "$B/candle-nn-ops" --test-threads=1 ln_ lno_
   done
 fi
 
