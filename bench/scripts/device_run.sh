@@ -6,6 +6,7 @@
 #   sanitizer: compute-sanitizer memcheck + racecheck on the layer-norm GPU tests
 #   bench:     gpu_bench + PyTorch bench + f64 numerics check + report/plot, shim A/B
 #   tft:       10-epoch TFT runs with the fused kernel and with the composite
+#   numerics:  only the f64 PyTorch numerics check (part of bench too)
 #   stats:     the saved-vs-recomputed statistics experiment in .gpu/stats_experiment, if present
 # Every step logs to $OUT/<step>.log; a failing step is recorded, the run goes on.
 #   bench/scripts/device_run.sh tests,sanitizer
@@ -58,6 +59,11 @@ if has bench; then
   step breakdown 120 "$B/bench-bin-gpu_bench" --device cuda --breakdown 4096x4096
   step breakdown-keep-pool 120 "$B/bench-bin-gpu_bench" --device cuda --keep-pool --breakdown 4096x4096
   step shim-ab-bench 300 "$B/shim-ab_bench" --device cuda
+fi
+if has numerics; then # only the f64 PyTorch check (also part of bench)
+  step numerics-dump 120 "$B/bench-bin-gpu_bench" --device cuda --shapes 0 --csv "$OUT/unused.csv" --dump "$OUT/dump"
+  step torch-check 120 python3 bench/scripts/torch_check.py "$OUT/dump" "$OUT/numerics.csv"
+  rm -rf "$OUT/dump" "$OUT/unused.csv"
 fi
 if has stats && [ -f .gpu/stats_experiment/run.sh ]; then step stats-experiment 300 bash .gpu/stats_experiment/run.sh; fi
 if has tft; then
