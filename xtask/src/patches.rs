@@ -102,6 +102,23 @@ pub fn list(dir: &Path) -> Result<Vec<PatchFile>> {
         .collect())
 }
 
+/// `git format-patch` flags that make the output a pure function of the commits (no commit
+/// ids, signature, stat, numbering or base), shared by both series exports.
+pub const FORMAT_PATCH_FLAGS: [&str; 12] = [
+    "--zero-commit",
+    "--no-signature",
+    "--no-stat",
+    "--full-index",
+    "--binary",
+    "--no-renames",
+    "--no-numbered",
+    "--no-thread",
+    "--no-cover-letter",
+    "--no-base",
+    "--diff-algorithm=myers",
+    "--subject-prefix=PATCH",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -464,28 +464,12 @@ pub fn export(layout: &Layout, args: &ExportArgs) -> Result<()> {
         );
     }
     let out_dir = s.work.parent().unwrap().join("out");
-    git_ok(
-        &s.work,
-        &[
-            "format-patch",
-            "-q",
-            "--zero-commit",
-            "--no-signature",
-            "--no-stat",
-            "--full-index",
-            "--binary",
-            "--no-renames",
-            "--no-numbered",
-            "--no-thread",
-            "--no-cover-letter",
-            "--no-base",
-            "--diff-algorithm=myers",
-            "--subject-prefix=PATCH",
-            "-o",
-            out_dir.to_str().context("non-UTF-8 temp path")?,
-            &format!("{}..HEAD", s.base),
-        ],
-    )?;
+    let out = out_dir.to_str().context("non-UTF-8 temp path")?;
+    let range = format!("{}..HEAD", s.base);
+    let mut format_patch = vec!["format-patch", "-q"];
+    format_patch.extend(patches::FORMAT_PATCH_FLAGS);
+    format_patch.extend(["-o", out, &range]);
+    git_ok(&s.work, &format_patch)?;
     let mut produced: Vec<PathBuf> = std::fs::read_dir(&out_dir)?
         .map(|e| e.map(|e| e.path()))
         .collect::<Result<_, _>>()?;

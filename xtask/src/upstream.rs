@@ -512,28 +512,12 @@ pub fn export(root: &Path, args: &ExportArgs) -> Result<bool> {
 
     // 4. format-patch; rewrite only the patches whose diff changed.
     let out_dir = scratch.join("out");
-    git(
-        &work,
-        &[
-            "format-patch",
-            "-q",
-            "--zero-commit",
-            "--no-signature",
-            "--no-stat",
-            "--full-index",
-            "--binary",
-            "--no-renames",
-            "--no-numbered",
-            "--no-thread",
-            "--no-cover-letter",
-            "--no-base",
-            "--diff-algorithm=myers",
-            "--subject-prefix=PATCH",
-            "-o",
-            out_dir.to_str().context("non-UTF-8 temp path")?,
-            &format!("{base}..HEAD"),
-        ],
-    )?;
+    let out = out_dir.to_str().context("non-UTF-8 temp path")?;
+    let range = format!("{base}..HEAD");
+    let mut format_patch = vec!["format-patch", "-q"];
+    format_patch.extend(patches::FORMAT_PATCH_FLAGS);
+    format_patch.extend(["-o", out, &range]);
+    git(&work, &format_patch)?;
     let mut produced: Vec<PathBuf> = std::fs::read_dir(&out_dir)?
         .map(|e| e.map(|e| e.path()))
         .collect::<Result<_, _>>()?;
