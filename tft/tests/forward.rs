@@ -6,17 +6,8 @@ use tft::data::{Dataset, FUTURE_VARS, PAST_VARS};
 use tft::init::SeededVarMap;
 use tft::{Tft, TftConfig};
 
-fn small_cfg() -> TftConfig {
-    TftConfig {
-        hidden: 16,
-        n_heads: 4,
-        lookback: 16,
-        horizon: 4,
-        n_past: PAST_VARS.len(),
-        n_future: FUTURE_VARS.len(),
-        ..TftConfig::default()
-    }
-}
+mod common;
+use common::small_cfg;
 
 fn model(cfg: &TftConfig, seed: u64) -> (Tft, SeededVarMap) {
     let params = SeededVarMap::new(seed);

@@ -6,24 +6,14 @@
 
 use candle_core::Device;
 use std::sync::Mutex;
-use tft::data::{Dataset, FUTURE_VARS, PAST_VARS};
+use tft::data::Dataset;
 use tft::norm::{self, Backend};
 use tft::train::{epoch_batches, ParamTracker, Trainer};
-use tft::TftConfig;
+
+mod common;
+use common::small_cfg;
 
 static BACKEND_LOCK: Mutex<()> = Mutex::new(());
-
-fn small_cfg() -> TftConfig {
-    TftConfig {
-        hidden: 16,
-        n_heads: 4,
-        lookback: 16,
-        horizon: 4,
-        n_past: PAST_VARS.len(),
-        n_future: FUTURE_VARS.len(),
-        ..TftConfig::default()
-    }
-}
 
 /// `steps` AdamW steps on fixed mini-batches; returns per-step losses and the trainer.
 fn run(backend: Backend, steps: usize, seed: u64) -> (Vec<f32>, Trainer, ParamTracker) {
