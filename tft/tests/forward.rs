@@ -91,30 +91,25 @@ fn batch_sizes_1_7_64_agree_per_sample() {
     for (ci, chunk) in ends.chunks(7).enumerate() {
         let part = fwd(chunk);
         let d = (part - full.narrow(0, ci * 7, chunk.len()).unwrap()).unwrap();
-        worst = worst.max(
-            d.abs()
-                .unwrap()
-                .max_all()
-                .unwrap()
-                .to_scalar::<f32>()
-                .unwrap(),
-        );
+        worst = worst.max(max_abs(&d));
     }
     for i in [0usize, 1, 31, 63] {
         let one = fwd(&ends[i..i + 1]);
         let d = (one - full.i(i..i + 1).unwrap()).unwrap();
-        worst = worst.max(
-            d.abs()
-                .unwrap()
-                .max_all()
-                .unwrap()
-                .to_scalar::<f32>()
-                .unwrap(),
-        );
+        worst = worst.max(max_abs(&d));
     }
     // Only f32 summation order (matmul blocking) may differ between batch sizes.
     assert!(
         worst < 1e-4,
         "per-sample outputs differ across batch sizes by {worst}"
     );
+}
+
+fn max_abs(t: &Tensor) -> f32 {
+    t.abs()
+        .unwrap()
+        .max_all()
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap()
 }
