@@ -31,7 +31,13 @@ step() { # name timeout cmd...
 }
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } > "$OUT/device.txt" 2>&1
 
-if has harness && [ -f .gpu/ln_harness/run.sh ]; then step kernel-harness 400 bash .gpu/ln_harness/run.sh ${HARNESS_ARGS:-}; fi
+if has harness && [ -f .gpu/ln_harness/run.sh ]; then
+  step kernel-harness 400 bash .gpu/ln_harness/run.sh ${HARNESS_ARGS:-}
+  # HARNESS_SWEEP=RxC,RxC: every kernel on these shapes too (the full sweep takes > 10 min).
+  if [ -n "${HARNESS_SWEEP:-}" ]; then
+    step kernel-sweep 300 .gpu/ln_harness/ln_harness --bench-only --sweep --shapes "$HARNESS_SWEEP"
+  fi
+fi
 if has tests; then
   for t in "$B"/candle-nn-* "$B"/candle-core-* "$B"/shim-* "$B"/tft-*; do
     n=$(basename "$t")
@@ -53,6 +59,9 @@ if has bench; then
   step torch-check 120 python3 bench/scripts/torch_check.py "$OUT/dump" "$OUT/numerics.csv"
   rm -rf "$OUT/dump"
   step report 60 python3 bench/scripts/report.py "$OUT/bench-candle.csv" "$OUT/bench-torch.csv" "$OUT/report" --title "(H200, $(date -u +%F))"
+fi
+# BENCH_EXTRAS=0 skips these (measured in earlier runs, see bench/results).
+if has bench && [ "${BENCH_EXTRAS:-1}" = 1 ]; then
   # The same with freed memory kept in CUDA's pool (what PyTorch's caching allocator does).
   step gpu-bench-keep-pool 400 "$B/bench-bin-gpu_bench" --device cuda --keep-pool --csv "$OUT/bench-candle-keep-pool.csv"
   step report-keep-pool 60 python3 bench/scripts/report.py "$OUT/bench-candle-keep-pool.csv" "$OUT/bench-torch.csv" "$OUT/report-keep-pool" --title "(H200, $(date -u +%F), --keep-pool)"

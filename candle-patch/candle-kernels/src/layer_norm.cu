@@ -24,6 +24,11 @@
 // exceeds the device's opt-in maximum). Every other kernel uses static shared
 // memory only.
 //
+// Tiers with a `p` suffix (layernorm_fwd_l512v8p_f32, layernorm_bwd_l512v4sp_f32)
+// load the next row of their group while the current one is reduced. This
+// only hides latency when a block processes several rows, so they are meant
+// for a grid of resident blocks; any grid is still valid.
+//
 //   layernorm_fwd_<tier>_<dtype>(x, y, w, b, nrows, ncols, eps)
 //   layernorm_bwd_<tier>_<dtype>(x, dy, w, dx, dw_part, db_part, nrows, ncols, eps)
 //   layernorm_bwd_reduce_<dtype>(dw_part, db_part, dw, db, nparts, ncols)
@@ -260,7 +265,10 @@ __device__ __forceinline__ void row_allreduce(ACC (&v)[N], ACC *sbuf) {
 // Resident tiers: the row lives in registers (raw T, converted on the fly).
 // ---------------------------------------------------------------------------
 
-template <typename T, int LANES, int VECS>
+// PREFETCH: the loads of the group's next row are issued before the current
+// row is reduced, so that with a grid of resident blocks the memory latency
+// of one row overlaps the reductions of the previous one.
+template <typename T, int LANES, int VECS, bool PREFETCH>
 __device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restrict__ y,
                                              const T *__restrict__ w, const T *__restrict__ b,
                                              int64_t nrows, int64_t ncols, float eps) {
@@ -279,18 +287,34 @@ __device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restr
 #pragma unroll
   for (int k = 0; k < VECS; ++k)
     nv[k] = slot_valid<V>(lane + k * LANES, ncols);
+  const int64_t stride = (int64_t)gridDim.x * RPB;
+
+  Pack<T> xr[VECS];
+  if constexpr (PREFETCH) {
+    const int64_t row = (int64_t)blockIdx.x * RPB + grp;
+#pragma unroll
+    for (int k = 0; k < VECS; ++k)
+      xr[k] = load_pack(x + row * ncols, lane + k * LANES, row < nrows ? nv[k] : 0, vec);
+  }
 
   // row0 is uniform over the block, so every lane runs the shuffles below
   // even when its own row is past the end.
-  for (int64_t row0 = (int64_t)blockIdx.x * RPB; row0 < nrows; row0 += (int64_t)gridDim.x * RPB) {
+  for (int64_t row0 = (int64_t)blockIdx.x * RPB; row0 < nrows; row0 += stride) {
     const int64_t row = row0 + grp;
     const bool active = row < nrows;
     const T *xrow = x + row * ncols;
 
-    Pack<T> xr[VECS];
+    Pack<T> xn[PREFETCH ? VECS : 1];
+    if constexpr (PREFETCH) {
+      const int64_t nrow = row + stride;
 #pragma unroll
-    for (int k = 0; k < VECS; ++k)
-      xr[k] = load_pack(xrow, lane + k * LANES, active ? nv[k] : 0, vec);
+      for (int k = 0; k < VECS; ++k)
+        xn[k] = load_pack(x + nrow * ncols, lane + k * LANES, nrow < nrows ? nv[k] : 0, vec);
+    } else {
+#pragma unroll
+      for (int k = 0; k < VECS; ++k)
+        xr[k] = load_pack(xrow, lane + k * LANES, active ? nv[k] : 0, vec);
+    }
 
     // Shift K = the row's first element (held by lane 0 of the group).
     ACC shift;
@@ -349,6 +373,11 @@ __device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restr
         store_pack(yrow, slot, nv[k], vec, o);
       }
     }
+    if constexpr (PREFETCH) {
+#pragma unroll
+      for (int k = 0; k < VECS; ++k)
+        xr[k] = xn[k];
+    }
   }
 }
 
@@ -363,7 +392,7 @@ __device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restr
 // keeps the thread's w in registers for all rows (small tiers of >= 128 lanes).
 extern __shared__ float4 ln_dyn_smem[];
 
-template <typename T, int LANES, int VECS, bool SMEM_ACC>
+template <typename T, int LANES, int VECS, bool SMEM_ACC, bool PREFETCH>
 __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *__restrict__ dy,
                                              const T *__restrict__ w, T *__restrict__ dx,
                                              typename acc_type<T>::type *__restrict__ dw_part,
@@ -375,8 +404,10 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   constexpr int RPB = THREADS / LANES;
   static_assert(!SMEM_ACC || RPB == 1, "shared memory partials need one row per block");
   // dy stays resident unless the thread's 2 * VECS * V accumulators already
-  // take most of the register budget (checked with ptxas -v: no spills).
-  constexpr bool DY_RES = SMEM_ACC ? VECS * V <= 8 : VECS * V < 32 && (LANES < 512 || VECS * V <= 8);
+  // take most of the register budget (checked with ptxas -v: no spills);
+  // always with PREFETCH, which loads it one row ahead.
+  constexpr bool DY_RES =
+      PREFETCH || (SMEM_ACC ? VECS * V <= 8 : VECS * V < 32 && (LANES < 512 || VECS * V <= 8));
   constexpr bool W_RES = !SMEM_ACC && LANES >= 128 && VECS * V <= 8;
   // ACC lanes of one vector slot in shared memory, as 16-byte words.
   constexpr int NQ = V * (int)sizeof(ACC) / 16;
@@ -394,6 +425,7 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
 #pragma unroll
   for (int k = 0; k < VECS; ++k)
     nv[k] = slot_valid<V>(lane + k * LANES, ncols);
+  const int64_t stride = (int64_t)gridDim.x * RPB;
 
   ACC dwa[SMEM_ACC ? 1 : VECS][V], dba[SMEM_ACC ? 1 : VECS][V];
   // SMEM_ACC: dw partials at sacc[0, npad), db partials at sacc[npad, 2 npad).
@@ -420,19 +452,38 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
         wres[k] = load_pack(w, lane + k * LANES, nv[k], vec);
   }
 
-  for (int64_t row0 = (int64_t)blockIdx.x * RPB; row0 < nrows; row0 += (int64_t)gridDim.x * RPB) {
+  Pack<T> xr[VECS];
+  Pack<T> gr[DY_RES ? VECS : 1];
+  if constexpr (PREFETCH) {
+    const int64_t row = (int64_t)blockIdx.x * RPB + grp;
+#pragma unroll
+    for (int k = 0; k < VECS; ++k) {
+      xr[k] = load_pack(x + row * ncols, lane + k * LANES, row < nrows ? nv[k] : 0, vec);
+      gr[k] = load_pack(dy + row * ncols, lane + k * LANES, row < nrows ? nv[k] : 0, vec);
+    }
+  }
+
+  for (int64_t row0 = (int64_t)blockIdx.x * RPB; row0 < nrows; row0 += stride) {
     const int64_t row = row0 + grp;
     const bool active = row < nrows;
     const T *xrow = x + row * ncols;
     const T *dyrow = dy + row * ncols;
 
-    Pack<T> xr[VECS];
-    Pack<T> gr[DY_RES ? VECS : 1];
+    Pack<T> xn[PREFETCH ? VECS : 1], gn[PREFETCH ? VECS : 1];
+    if constexpr (PREFETCH) {
+      const int64_t nrow = row + stride;
 #pragma unroll
-    for (int k = 0; k < VECS; ++k) {
-      xr[k] = load_pack(xrow, lane + k * LANES, active ? nv[k] : 0, vec);
-      if constexpr (DY_RES)
-        gr[k] = load_pack(dyrow, lane + k * LANES, active ? nv[k] : 0, vec);
+      for (int k = 0; k < VECS; ++k) {
+        xn[k] = load_pack(x + nrow * ncols, lane + k * LANES, nrow < nrows ? nv[k] : 0, vec);
+        gn[k] = load_pack(dy + nrow * ncols, lane + k * LANES, nrow < nrows ? nv[k] : 0, vec);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < VECS; ++k) {
+        xr[k] = load_pack(xrow, lane + k * LANES, active ? nv[k] : 0, vec);
+        if constexpr (DY_RES)
+          gr[k] = load_pack(dyrow, lane + k * LANES, active ? nv[k] : 0, vec);
+      }
     }
 
     // Shift K = the row's first element (held by lane 0 of the group).
@@ -549,6 +600,13 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
         if constexpr (SMEM_ACC && !DY_RES && VECS > 2)
           if (k % 2 == 1)
             asm volatile("" ::: "memory");
+      }
+    }
+    if constexpr (PREFETCH) {
+#pragma unroll
+      for (int k = 0; k < VECS; ++k) {
+        xr[k] = xn[k];
+        gr[k] = gn[k];
       }
     }
   }
@@ -903,23 +961,26 @@ __device__ __forceinline__ void bwd_reduce(const typename acc_type<T>::type *__r
 // Instantiation: one extern "C" kernel per (direction, tier, dtype).
 // ---------------------------------------------------------------------------
 
-#define LN_FWD(T, S, TAG, L, VV)                                                                   \
+// PF: prefetch tiers (tag suffix `p`).
+#define LN_FWD_PF(T, S, TAG, L, VV, PF)                                                            \
   extern "C" __global__ void __launch_bounds__((L) < 128 ? 128 : (L))                              \
       layernorm_fwd_##TAG##_##S(const T *x, T *y, const T *w, const T *b, const int64_t nrows,    \
                                 const int64_t ncols, const float eps) {                            \
-    layer_norm::fwd_resident<T, L, VV>(x, y, w, b, nrows, ncols, eps);                             \
+    layer_norm::fwd_resident<T, L, VV, PF>(x, y, w, b, nrows, ncols, eps);                         \
   }
+#define LN_FWD(T, S, TAG, L, VV) LN_FWD_PF(T, S, TAG, L, VV, false)
 
 // MINB: minimum resident blocks per SM for __launch_bounds__ (caps the
 // registers: l256v4 at 128 so that two blocks fit, the 512-lane small tiers
 // at 64).
-#define LN_BWD(T, ACC, S, TAG, L, VV, MINB, SM)                                                    \
+#define LN_BWD_PF(T, ACC, S, TAG, L, VV, MINB, SM, PF)                                             \
   extern "C" __global__ void __launch_bounds__((L) < 128 ? 128 : (L), MINB)                        \
       layernorm_bwd_##TAG##_##S(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part,          \
                                 ACC *db_part, const int64_t nrows, const int64_t ncols,            \
                                 const float eps) {                                                 \
-    layer_norm::bwd_resident<T, L, VV, SM>(x, dy, w, dx, dw_part, db_part, nrows, ncols, eps);     \
+    layer_norm::bwd_resident<T, L, VV, SM, PF>(x, dy, w, dx, dw_part, db_part, nrows, ncols, eps); \
   }
+#define LN_BWD(T, ACC, S, TAG, L, VV, MINB, SM) LN_BWD_PF(T, ACC, S, TAG, L, VV, MINB, SM, false)
 
 // Every tier below is instantiated for both directions, plus forward-only
 // and backward-only (shared memory partials) ones; the host tier tables pick
@@ -962,6 +1023,8 @@ __device__ __forceinline__ void bwd_reduce(const typename acc_type<T>::type *__r
   LN_BWD(T, ACC, S, l1024v1s, 1024, 1, 1, true)                                                    \
   LN_BWD(T, ACC, S, l1024v2s, 1024, 2, 1, true)                                                    \
   LN_BWD(T, ACC, S, l1024v4s, 1024, 4, 1, true)                                                    \
+  LN_FWD_PF(T, S, l512v8p, 512, 8, true)                                                           \
+  LN_BWD_PF(T, ACC, S, l512v4sp, 512, 4, 1, true, true)                                            \
   extern "C" __global__ void __launch_bounds__(layer_norm::BIG_THREADS)                           \
       layernorm_fwd_big_##S(const T *x, T *y, const T *w, const T *b, const int64_t nrows,         \
                             const int64_t ncols, const float eps) {                                \

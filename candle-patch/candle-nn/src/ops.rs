@@ -841,66 +841,70 @@ fn layer_norm_cpu_slice<'a, T: candle::WithDType>(
 }
 
 /// Register resident CUDA kernel tiers: number of threads that share a row, number of 16 bytes
-/// vectors held by each thread, and for the backward whether the `dalpha`/`dbeta` partial sums
-/// live in dynamic shared memory rather than in registers (kernel name suffix `s`). The first
-/// tier large enough for a row is used, longer rows use the `big` kernels which read the row
-/// twice. Tiers must be sorted by `lanes * vecs`.
+/// vectors held by each thread, for the backward whether the `dalpha`/`dbeta` partial sums live
+/// in dynamic shared memory rather than in registers (kernel name suffix `s`), and whether the
+/// kernel loads the next row while reducing the current one (suffix `p`, launched on a grid of
+/// resident blocks). The first tier large enough for a row is used, longer rows use the `big`
+/// kernels which read the row twice. Tiers must be sorted by `lanes * vecs`.
 #[cfg(feature = "cuda")]
-const LAYER_NORM_CUDA_FWD_TIERS: [(usize, usize, bool); 14] = [
-    (1, 1, false),
-    (2, 1, false),
-    (4, 1, false),
-    (8, 1, false),
-    (16, 1, false),
-    (32, 1, false),
-    (32, 2, false),
-    (32, 4, false),
-    (128, 2, false),
-    (128, 4, false),
-    (256, 4, false),
-    (512, 4, false),
-    (1024, 4, false),
-    (1024, 8, false),
+const LAYER_NORM_CUDA_FWD_TIERS: [(usize, usize, bool, bool); 14] = [
+    (1, 1, false, false),
+    (2, 1, false, false),
+    (4, 1, false, false),
+    (8, 1, false, false),
+    (16, 1, false, false),
+    (32, 1, false, false),
+    (32, 2, false, false),
+    (32, 4, false, false),
+    (128, 2, false, false),
+    (128, 4, false, false),
+    (256, 4, false, false),
+    (512, 4, false, false),
+    (512, 8, false, true),
+    (1024, 8, false, false),
 ];
 
 /// The backward holds `x`, `dy` and two accumulators per element: fewer vectors per thread than
 /// the forward, and shared memory partial sums for the widest rows. Both tables were picked
 /// from a sweep of every tier on an H200.
 #[cfg(feature = "cuda")]
-const LAYER_NORM_CUDA_BWD_TIERS: [(usize, usize, bool); 13] = [
-    (1, 1, false),
-    (2, 1, false),
-    (4, 1, false),
-    (8, 1, false),
-    (16, 1, false),
-    (32, 1, false),
-    (32, 2, false),
-    (128, 1, false),
-    (128, 2, false),
-    (512, 1, true),
-    (256, 4, false),
-    (512, 4, true),
-    (1024, 4, true),
+const LAYER_NORM_CUDA_BWD_TIERS: [(usize, usize, bool, bool); 13] = [
+    (1, 1, false, false),
+    (2, 1, false, false),
+    (4, 1, false, false),
+    (8, 1, false, false),
+    (16, 1, false, false),
+    (32, 1, false, false),
+    (32, 2, false, false),
+    (128, 1, false, false),
+    (128, 2, false, false),
+    (512, 1, true, false),
+    (256, 4, false, false),
+    (512, 4, true, true),
+    (1024, 4, true, false),
 ];
 
-/// Kernel name suffix, threads per block, rows per block and whether the tier uses shared memory
-/// partial sums, for a row of `n_cols` elements.
+/// Kernel name suffix, threads per block, rows per block, whether the tier uses shared memory
+/// partial sums and whether it prefetches rows, for a row of `n_cols` elements.
 #[cfg(feature = "cuda")]
 fn layer_norm_cuda_tier(
     n_cols: usize,
     dtype: DType,
-    tiers: &[(usize, usize, bool)],
-) -> (String, u32, usize, bool) {
+    tiers: &[(usize, usize, bool, bool)],
+) -> (String, u32, usize, bool, bool) {
     let n_vecs = n_cols.div_ceil(16 / dtype.size_in_bytes());
-    let tier = tiers.iter().find(|(lanes, vecs, _)| lanes * vecs >= n_vecs);
+    let tier = tiers
+        .iter()
+        .find(|(lanes, vecs, _, _)| lanes * vecs >= n_vecs);
     match tier {
-        Some(&(lanes, vecs, smem)) => {
+        Some(&(lanes, vecs, smem, prefetch)) => {
             let block_dim = lanes.max(128);
-            let suffix = if smem { "s" } else { "" };
-            let tag = format!("l{lanes}v{vecs}{suffix}");
-            (tag, block_dim as u32, block_dim / lanes, smem)
+            let smem_suffix = if smem { "s" } else { "" };
+            let prefetch_suffix = if prefetch { "p" } else { "" };
+            let tag = format!("l{lanes}v{vecs}{smem_suffix}{prefetch_suffix}");
+            (tag, block_dim as u32, block_dim / lanes, smem, prefetch)
         }
-        None => ("big".to_string(), 1024, 1, false),
+        None => ("big".to_string(), 1024, 1, false, false),
     }
 }
 
@@ -929,7 +933,7 @@ where
         + candle::WithDType
         + candle::cuda_backend::cudarc::driver::DeviceRepr,
 {
-    use candle::cuda_backend::cudarc::driver::{LaunchConfig, PushKernelArg};
+    use candle::cuda_backend::cudarc::driver::{sys, LaunchConfig, PushKernelArg};
     use candle::cuda_backend::{kernel_name, kernels, WrapErr};
 
     let xs = layer_norm_cuda_view(xs.as_cuda_slice::<T>()?, l, "input")?;
@@ -947,17 +951,30 @@ where
     let dst = unsafe { dev.alloc::<T>(el_count)? };
     if el_count > 0 {
         let n_rows = el_count / n_cols;
-        let (tier, block_dim, rows_per_block, _) =
+        let (tier, block_dim, rows_per_block, _, prefetch) =
             layer_norm_cuda_tier(n_cols, T::DTYPE, &LAYER_NORM_CUDA_FWD_TIERS);
-        // One block per row group: no cap, the hardware schedules the blocks.
-        let grid_dim = n_rows.div_ceil(rows_per_block).min(i32::MAX as usize) as u32;
+        let name = kernel_name::<T>(&format!("layernorm_fwd_{tier}"));
+        let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
+        // One block per row group, the hardware schedules the blocks, except for the prefetching
+        // tiers which need several rows per block: as many blocks as can be resident.
+        let mut grid_dim = n_rows.div_ceil(rows_per_block).min(i32::MAX as usize);
+        if prefetch {
+            let n_sms = dev
+                .cuda_stream()
+                .context()
+                .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                .w()? as usize;
+            let blocks_per_sm = func
+                .occupancy_max_active_blocks_per_multiprocessor(block_dim, 0, None)
+                .w()?
+                .max(1) as usize;
+            grid_dim = grid_dim.min(n_sms * blocks_per_sm);
+        }
         let cfg = LaunchConfig {
-            grid_dim: (grid_dim, 1, 1),
+            grid_dim: (grid_dim as u32, 1, 1),
             block_dim: (block_dim, 1, 1),
             shared_mem_bytes: 0,
         };
-        let name = kernel_name::<T>(&format!("layernorm_fwd_{tier}"));
-        let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
         let null = 0u64;
         let mut builder = func.builder();
         builder.arg(&xs);
@@ -1028,12 +1045,13 @@ where
     let max_smem = context
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         .w()? as usize;
-    let tiers: Vec<(usize, usize, bool)> = LAYER_NORM_CUDA_BWD_TIERS
+    let tiers: Vec<(usize, usize, bool, bool)> = LAYER_NORM_CUDA_BWD_TIERS
         .iter()
-        .filter(|(_, _, smem)| !smem || smem_bytes <= max_smem)
+        .filter(|(_, _, smem, _)| !smem || smem_bytes <= max_smem)
         .copied()
         .collect();
-    let (tier, block_dim, rows_per_block, smem) = layer_norm_cuda_tier(n_cols, T::DTYPE, &tiers);
+    // The grid below is persistent for every tier, prefetching or not.
+    let (tier, block_dim, rows_per_block, smem, _) = layer_norm_cuda_tier(n_cols, T::DTYPE, &tiers);
     let smem_bytes = if smem { smem_bytes } else { 0 };
     let name = kernel_name::<T>(&format!("layernorm_bwd_{tier}"));
     let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;

@@ -627,6 +627,29 @@ fn layer_norm_grad_fd(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// More rows than a GPU keeps resident blocks: the cuda kernels that process several rows per
+/// block (the persistent backward grid and the prefetching tiers, used for 8192 f32 columns in
+/// both directions) must carry nothing over from one row to the next except the partial sums.
+fn layer_norm_many_rows(dev: &Device) -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(47);
+    let (rows, n) = (300, 8192);
+    let x = ln_rows(&mut rng, rows, n);
+    let (w, b) = ln_wb(&mut rng, n);
+    let dy = ln_rand(&mut rng, rows * n, -1., 1.);
+    let tol = ln_tol(DType::F32, n);
+    let (xt, x) = ln_tensor(&x, (rows, n), DType::F32, dev)?;
+    let (wt, w) = ln_tensor(&w, n, DType::F32, dev)?;
+    let (bt, b) = ln_tensor(&b, n, DType::F32, dev)?;
+    let (dyt, dy) = ln_tensor(&dy, (rows, n), DType::F32, dev)?;
+    let (y, dx, dw, db) = ln_fused_grads(&xt, Some(&wt), Some(&bt), &dyt)?;
+    let (rdx, rdw, rdb) = ln_slow_grads(&x, Some(&w), Some(&b), &dy, n)?;
+    ln_check("y", &y, &ln_ref(&x, Some(&w), Some(&b), n), tol)?;
+    ln_check("dx", &dx, &rdx, tol)?;
+    ln_check("dw", &dw.context("no grad for w")?, &rdw, tol)?;
+    ln_check("db", &db.context("no grad for b")?, &rdb, tol)?;
+    Ok(())
+}
+
 /// Rows with mean 1e4 and std 1e-2 (|mean| / std = 1e6). Stock candle 0.9.1 computes the
 /// variance in one pass as E[x^2] - E[x]^2 in f32, which cancels catastrophically here: NaN on
 /// cpu (negative variance) and a max abs error of ~8.7 on cuda. Note that f32's ulp at 1e4 is
@@ -901,6 +924,12 @@ test_device!(
     ln_const_metal
 );
 test_device!(layer_norm_empty, ln_empty_cpu, ln_empty_gpu, ln_empty_metal);
+test_device!(
+    layer_norm_many_rows,
+    ln_many_rows_cpu,
+    ln_many_rows_gpu,
+    ln_many_rows_metal
+);
 test_device!(
     layer_norm_deterministic,
     ln_det_cpu,
