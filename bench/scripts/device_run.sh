@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device run: unpacks .gpu/bins.tar.xz (from build_gpu.sh) and runs the phases given as a
 # comma separated list (default: all of them):
-#   harness:   the standalone kernel harness in .gpu/ln_harness, if present
+#   harness:   the standalone kernel harness (bench/kernel-harness)
 #   tests:     vendored candle tests, shim and TFT tests on the GPU
 #   sanitizer: compute-sanitizer memcheck + racecheck on the layer-norm GPU tests
 #   bench:     gpu_bench + PyTorch bench + f64 numerics check + report/plot, shim A/B
@@ -31,11 +31,12 @@ step() { # name timeout cmd...
 }
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } > "$OUT/device.txt" 2>&1
 
-if has harness && [ -f .gpu/ln_harness/run.sh ]; then
-  step kernel-harness 400 bash .gpu/ln_harness/run.sh ${HARNESS_ARGS:-}
+if has harness; then
+  export LN_HARNESS_BIN=/tmp/ln_harness
+  step kernel-harness 400 bash bench/kernel-harness/run.sh ${HARNESS_ARGS:-}
   # HARNESS_SWEEP=RxC,RxC: every kernel on these shapes too (the full sweep takes > 10 min).
   if [ -n "${HARNESS_SWEEP:-}" ]; then
-    step kernel-sweep 300 .gpu/ln_harness/ln_harness --bench-only --sweep --shapes "$HARNESS_SWEEP"
+    step kernel-sweep 300 "$LN_HARNESS_BIN" --bench-only --sweep --shapes "$HARNESS_SWEEP"
   fi
 fi
 if has tests; then

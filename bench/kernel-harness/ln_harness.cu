@@ -1,0 +1,644 @@
+// Standalone test + benchmark for candle-kernels/src/layer_norm.cu: every kernel against a
+// double reference (all dtypes, affine combinations, odd sizes, misaligned pointers, grids of
+// 1..N blocks), and timings of the tier the host would pick or of every tier (--sweep).
+// Build and run on the GPU machine: bench/kernel-harness/run.sh [args], or
+//   nvcc -O3 -arch=sm_90 -I<candle-kernels/src> ln_harness.cu -o ln_harness
+// Run: ./ln_harness [--no-bench] [--bench-only] [--sweep (every kernel that fits each bench shape)]
+//   [--shapes RxC,RxC (bench these shapes instead of the grid)] [--tiers tag,tag (sweep only these)];
+// exit code != 0 on any failure.
+#include "layer_norm.cu"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define CK(x)                                                                                      \
+  do {                                                                                             \
+    cudaError_t e_ = (x);                                                                          \
+    if (e_ != cudaSuccess) {                                                                       \
+      printf("CUDA error %s at %s:%d (%s)\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x);     \
+      exit(2);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+// Every instantiated kernel, in the order of the tables below. smem: backward
+// partials in dynamic shared memory (tag suffix `s`).
+struct Tier {
+  const char *tag;
+  int lanes, vecs;
+  bool smem, prefetch;
+};
+#define FWD_KERNELS(X, XP)                                                                             \
+  X(l1v1, 1, 1) X(l2v1, 2, 1) X(l4v1, 4, 1) X(l8v1, 8, 1) X(l16v1, 16, 1) X(l32v1, 32, 1)          \
+  X(l32v2, 32, 2) X(l32v4, 32, 4) X(l32v8, 32, 8) X(l64v1, 64, 1) X(l64v2, 64, 2)                  \
+  X(l128v1, 128, 1) X(l128v2, 128, 2) X(l128v4, 128, 4) X(l256v1, 256, 1) X(l256v2, 256, 2)        \
+  X(l256v4, 256, 4) X(l512v1, 512, 1) X(l512v2, 512, 2) X(l512v4, 512, 4) X(l1024v2, 1024, 2)     \
+  X(l1024v4, 1024, 4) X(l1024v8, 1024, 8) XP(l512v8p, 512, 8)
+#define BWD_KERNELS(X, XS, XSP)                                                                         \
+  X(l1v1, 1, 1) X(l2v1, 2, 1) X(l4v1, 4, 1) X(l8v1, 8, 1) X(l16v1, 16, 1) X(l32v1, 32, 1)          \
+  X(l32v2, 32, 2) X(l32v4, 32, 4) X(l32v8, 32, 8) X(l64v1, 64, 1) X(l64v2, 64, 2)                  \
+  X(l128v1, 128, 1) X(l128v2, 128, 2) X(l128v4, 128, 4) X(l256v1, 256, 1) X(l256v2, 256, 2)        \
+  X(l256v4, 256, 4) X(l512v4, 512, 4) XS(l128v2s, 128, 2) XS(l128v4s, 128, 4) XS(l256v2s, 256, 2) \
+  XS(l256v4s, 256, 4) XS(l512v1s, 512, 1) XS(l512v2s, 512, 2) XS(l512v4s, 512, 4)                 \
+  XS(l1024v1s, 1024, 1) XS(l1024v2s, 1024, 2) XS(l1024v4s, 1024, 4) XSP(l512v4sp, 512, 4)
+#define TIER_ROW(tag, l, v) {#tag, l, v, false, false},
+#define TIER_ROW_S(tag, l, v) {#tag, l, v, true, false},
+#define TIER_ROW_P(tag, l, v) {#tag, l, v, false, true},
+#define TIER_ROW_SP(tag, l, v) {#tag, l, v, true, true},
+static const Tier ALL_FWD[] = {FWD_KERNELS(TIER_ROW, TIER_ROW_P)};
+static const Tier ALL_BWD[] = {BWD_KERNELS(TIER_ROW, TIER_ROW_S, TIER_ROW_SP)};
+static const int N_ALL_FWD = sizeof(ALL_FWD) / sizeof(Tier), N_ALL_BWD = sizeof(ALL_BWD) / sizeof(Tier);
+
+// Same tables as LAYER_NORM_CUDA_FWD_TIERS / LAYER_NORM_CUDA_BWD_TIERS in
+// candle-nn/src/ops.rs (keep in sync), as tags into ALL_FWD / ALL_BWD.
+static const char *FWD_TABLE[] = {"l1v1",  "l2v1",   "l4v1",   "l8v1",   "l16v1",  "l32v1",   "l32v2",
+                                  "l32v4", "l128v2", "l128v4", "l256v4", "l512v4", "l512v8p", "l1024v8"};
+static const char *BWD_TABLE[] = {"l1v1",  "l2v1",   "l4v1",    "l8v1",   "l16v1",   "l32v1",   "l32v2",
+                                  "l128v1", "l128v2", "l512v1s", "l256v4", "l512v4sp", "l1024v4s"};
+static const int N_FWD_TABLE = sizeof(FWD_TABLE) / sizeof(char *);
+static const int N_BWD_TABLE = sizeof(BWD_TABLE) / sizeof(char *);
+
+// Kernel index: 0..N-1 into ALL_*, N = big.
+static int find_tier(const Tier *all, int n, const char *tag) {
+  for (int i = 0; i < n; ++i)
+    if (!strcmp(all[i].tag, tag))
+      return i;
+  printf("unknown tier %s\n", tag);
+  exit(2);
+}
+
+template <typename T> struct KT;
+#define KTABLE(T, A, S)                                                                            \
+  template <> struct KT<T> {                                                                       \
+    typedef A ACC;                                                                                 \
+    typedef void (*Fwd)(const T *, T *, const T *, const T *, int64_t, int64_t, float);            \
+    typedef void (*Bwd)(const T *, const T *, const T *, T *, A *, A *, int64_t, int64_t, float);  \
+    typedef void (*Red)(const A *, const A *, T *, T *, int64_t, int64_t);                         \
+    static const char *name() { return #S; }                                                       \
+    static Fwd fwd(int i) {                                                                        \
+      static const Fwd t[] = {FWD_KERNELS(KF_##S, KF_##S) layernorm_fwd_big_##S};                          \
+      return t[i];                                                                                 \
+    }                                                                                              \
+    static Bwd bwd(int i) {                                                                        \
+      static const Bwd t[] = {BWD_KERNELS(KB_##S, KB_##S, KB_##S) layernorm_bwd_big_##S};                  \
+      return t[i];                                                                                 \
+    }                                                                                              \
+    static Red red() { return layernorm_bwd_reduce_##S; }                                          \
+  };
+#define KF_f32(tag, l, v) layernorm_fwd_##tag##_f32,
+#define KB_f32(tag, l, v) layernorm_bwd_##tag##_f32,
+#define KF_f64(tag, l, v) layernorm_fwd_##tag##_f64,
+#define KB_f64(tag, l, v) layernorm_bwd_##tag##_f64,
+#define KF_f16(tag, l, v) layernorm_fwd_##tag##_f16,
+#define KB_f16(tag, l, v) layernorm_bwd_##tag##_f16,
+#define KF_bf16(tag, l, v) layernorm_fwd_##tag##_bf16,
+#define KB_bf16(tag, l, v) layernorm_bwd_##tag##_bf16,
+KTABLE(float, float, f32)
+KTABLE(double, double, f64)
+KTABLE(__half, float, f16)
+KTABLE(__nv_bfloat16, float, bf16)
+
+static double to_d(float v) { return v; }
+static double to_d(double v) { return v; }
+static double to_d(__half v) { return (double)__half2float(v); }
+static double to_d(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
+template <typename T> static T from_d(double v);
+template <> float from_d<float>(double v) { return (float)v; }
+template <> double from_d<double>(double v) { return v; }
+template <> __half from_d<__half>(double v) { return __float2half((float)v); }
+template <> __nv_bfloat16 from_d<__nv_bfloat16>(double v) { return __float2bfloat16((float)v); }
+
+template <typename T> static double tol() { return 1e-4; }
+template <> double tol<double>() { return 1e-10; }
+template <> double tol<__half>() { return 3e-3; }
+template <> double tol<__nv_bfloat16>() { return 2e-2; }
+
+static int g_sms = 0;
+static int g_fail = 0, g_pass = 0;
+
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+static double urand() { // [-1, 1)
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return (double)(g_rng >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+// Launch rules, exactly as candle-nn/src/ops.rs: first table tier with
+// lanes * vecs >= nvec (the backward skips the shared memory tiers when their
+// size exceeds the opt-in maximum), blockDim = max(128, lanes),
+// rows per block = blockDim / lanes, big beyond the table.
+static int g_max_smem_optin = 0;
+template <typename T> static size_t bwd_smem_bytes(const Tier *all, int t, int n, int64_t ncols) {
+  if (t == n || !all[t].smem)
+    return 0;
+  const int64_t V = 16 / sizeof(T);
+  return 2 * (size_t)((ncols + V - 1) / V * V) * sizeof(typename KT<T>::ACC);
+}
+template <typename T> static int pick_tier(int64_t ncols, bool bwd) {
+  const int64_t nvec = (ncols + 16 / (int64_t)sizeof(T) - 1) / (16 / (int64_t)sizeof(T));
+  const int n = bwd ? N_BWD_TABLE : N_FWD_TABLE;
+  const Tier *all = bwd ? ALL_BWD : ALL_FWD;
+  const int nall = bwd ? N_ALL_BWD : N_ALL_FWD;
+  for (int i = 0; i < n; ++i) {
+    const int t = find_tier(all, nall, bwd ? BWD_TABLE[i] : FWD_TABLE[i]);
+    if ((int64_t)all[t].lanes * all[t].vecs < nvec)
+      continue;
+    if (bwd && bwd_smem_bytes<T>(all, t, nall, ncols) > (size_t)g_max_smem_optin)
+      continue;
+    return t;
+  }
+  return nall; // big
+}
+static int tier_threads(const Tier *all, int t, int n) {
+  if (t == n)
+    return 1024;
+  return all[t].lanes < 128 ? 128 : all[t].lanes;
+}
+static int tier_rpb(const Tier *all, int t, int n) {
+  if (t == n)
+    return 1;
+  return tier_threads(all, t, n) / all[t].lanes;
+}
+static const char *tier_name(const Tier *all, int t, int n) { return t == n ? "big" : all[t].tag; }
+
+template <typename F> static int occupancy(F f, int threads, size_t smem) {
+  int nb = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, f, threads, smem));
+  return nb;
+}
+
+// Device buffers with an optional 1-element offset (misaligned pointers).
+template <typename T> struct DBuf {
+  T *base = nullptr;
+  T *p = nullptr;
+  size_t n = 0;
+  void alloc(size_t count, int off) {
+    n = count;
+    CK(cudaMalloc(&base, (count + 2) * sizeof(T)));
+    p = base + off;
+  }
+  ~DBuf() {
+    if (base)
+      cudaFree(base);
+  }
+};
+
+template <typename T> struct Problem {
+  typedef typename KT<T>::ACC ACC;
+  int64_t nrows, ncols;
+  bool has_w, has_b;
+  int off;
+  float eps = 1e-5f;
+  std::vector<T> x, dy, w, b;
+  DBuf<T> dx_, ddy, dw_, db_, dy_out, ddx, ddw, ddb;
+  DBuf<ACC> dwp, dbp;
+  int fwd_tier, bwd_tier, fwd_grid, bwd_grid;
+  size_t bwd_smem;
+
+  // fwd_t / bwd_t >= 0 force a kernel (index into ALL_FWD / ALL_BWD, N = big)
+  // instead of the table's choice; the launch rules are otherwise the same.
+  void init(int64_t r, int64_t c, bool hw, bool hb, int o, double mean, double std, bool constant,
+            int fwd_t = -1, int bwd_t = -1) {
+    nrows = r;
+    ncols = c;
+    has_w = hw;
+    has_b = hb;
+    off = o;
+    const size_t N = (size_t)r * c;
+    x.resize(N);
+    dy.resize(N);
+    w.resize(c);
+    b.resize(c);
+    for (int64_t i = 0; i < r; ++i) {
+      const double rowoff = 0.25 * urand();
+      for (int64_t j = 0; j < c; ++j) {
+        const double v = constant ? mean + rowoff : mean + std * (urand() * 1.7 + rowoff);
+        x[i * c + j] = from_d<T>(v);
+        dy[i * c + j] = from_d<T>(urand());
+      }
+    }
+    for (int64_t j = 0; j < c; ++j) {
+      w[j] = from_d<T>(1.0 + 0.5 * urand());
+      b[j] = from_d<T>(0.5 * urand());
+    }
+    dx_.alloc(N, o);
+    ddy.alloc(N, o);
+    dw_.alloc(c, o);
+    db_.alloc(c, o);
+    dy_out.alloc(N, o);
+    ddx.alloc(N, o);
+    ddw.alloc(c, o);
+    ddb.alloc(c, o);
+    if (N) {
+      CK(cudaMemcpy(dx_.p, x.data(), N * sizeof(T), cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(ddy.p, dy.data(), N * sizeof(T), cudaMemcpyHostToDevice));
+    }
+    CK(cudaMemcpy(dw_.p, w.data(), c * sizeof(T), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(db_.p, b.data(), c * sizeof(T), cudaMemcpyHostToDevice));
+    fwd_tier = fwd_t >= 0 ? fwd_t : pick_tier<T>(c, false);
+    bwd_tier = bwd_t >= 0 ? bwd_t : pick_tier<T>(c, true);
+    const int bth = tier_threads(ALL_BWD, bwd_tier, N_ALL_BWD);
+    // Forward: one block per row group, uncapped except for prefetch tiers (ops.rs).
+    const int64_t frpb = tier_rpb(ALL_FWD, fwd_tier, N_ALL_FWD);
+    fwd_grid = (int)std::min<int64_t>(std::max<int64_t>(1, (r + frpb - 1) / frpb), INT32_MAX);
+    if (fwd_tier < N_ALL_FWD && ALL_FWD[fwd_tier].prefetch)
+      fwd_grid = std::min(fwd_grid, g_sms * std::max(1, occupancy(KT<T>::fwd(fwd_tier), fwd_threads(), 0)));
+    // Backward: persistent, capped at what is resident (ops.rs).
+    bwd_smem = bwd_smem_bytes<T>(ALL_BWD, bwd_tier, N_ALL_BWD, c);
+    if (bwd_smem > 48 * 1024)
+      CK(cudaFuncSetAttribute(KT<T>::bwd(bwd_tier), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bwd_smem));
+    const int64_t brpb = tier_rpb(ALL_BWD, bwd_tier, N_ALL_BWD);
+    const int64_t bneed = std::max<int64_t>(1, (r + brpb - 1) / brpb);
+    bwd_grid = (int)std::min<int64_t>(
+        bneed, (int64_t)g_sms * std::max(1, occupancy(KT<T>::bwd(bwd_tier), bth, bwd_smem)));
+    // Room for the explicit small/large grids of the tests too.
+    dwp.alloc((size_t)std::max(bwd_grid, 64) * c, 0);
+    dbp.alloc((size_t)std::max(bwd_grid, 64) * c, 0);
+  }
+  int fwd_threads() const { return tier_threads(ALL_FWD, fwd_tier, N_ALL_FWD); }
+  int bwd_threads() const { return tier_threads(ALL_BWD, bwd_tier, N_ALL_BWD); }
+  const char *fwd_name() const { return tier_name(ALL_FWD, fwd_tier, N_ALL_FWD); }
+  const char *bwd_name() const { return tier_name(ALL_BWD, bwd_tier, N_ALL_BWD); }
+  void fwd(int grid = 0) {
+    if (!grid)
+      grid = fwd_grid;
+    KT<T>::fwd(fwd_tier)<<<grid, fwd_threads()>>>(dx_.p, dy_out.p, has_w ? dw_.p : nullptr,
+                                                  has_b ? db_.p : nullptr, nrows, ncols, eps);
+    CK(cudaGetLastError());
+  }
+  void bwd_main(int grid = 0, bool want_dw = true, bool want_db = true) {
+    if (!grid)
+      grid = bwd_grid;
+    KT<T>::bwd(bwd_tier)<<<grid, bwd_threads(), bwd_smem>>>(
+        dx_.p, ddy.p, has_w ? dw_.p : nullptr, ddx.p, want_dw ? dwp.p : nullptr, want_db ? dbp.p : nullptr,
+        nrows, ncols, eps);
+    CK(cudaGetLastError());
+  }
+  void bwd(int grid = 0, bool want_dw = true, bool want_db = true) {
+    if (!grid)
+      grid = bwd_grid;
+    bwd_main(grid, want_dw, want_db);
+    if (ncols > 0) {
+      KT<T>::red()<<<(unsigned)((ncols + 31) / 32), 1024>>>(want_dw ? dwp.p : nullptr, want_db ? dbp.p : nullptr,
+                                                           want_dw ? ddw.p : nullptr, want_db ? ddb.p : nullptr,
+                                                           grid, ncols);
+      CK(cudaGetLastError());
+    }
+  }
+};
+
+static void report(bool ok, const std::string &what) {
+  if (ok)
+    ++g_pass;
+  else {
+    ++g_fail;
+    printf("FAIL %s\n", what.c_str());
+  }
+}
+
+template <typename T> static std::vector<T> fetch(const T *p, size_t n) {
+  std::vector<T> h(n);
+  if (n)
+    CK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// Normalised error: max |a - r| / max(1, max |r|); NaN counts as failure.
+struct Err {
+  double maxdiff = 0, maxref = 0;
+  bool nan = false;
+  void add(double a, double r) {
+    if (std::isnan(a) || std::isinf(a))
+      nan = true;
+    maxdiff = std::max(maxdiff, std::fabs(a - r));
+    maxref = std::max(maxref, std::fabs(r));
+  }
+  double norm() const { return nan ? INFINITY : maxdiff / std::max(1.0, maxref); }
+};
+
+// Runs forward + backward on one problem and compares against a double
+// reference. Returns the max abs error of y (for the large-mean check).
+template <typename T>
+static double check(Problem<T> &P, const char *label, int fgrid = 0, int bgrid = 0, double ytol_abs = -1,
+                    double bwd_tol = -1) {
+  const int64_t R = P.nrows, C = P.ncols;
+  const size_t N = (size_t)R * C;
+  P.fwd(fgrid);
+  P.bwd(bgrid);
+  CK(cudaDeviceSynchronize());
+  std::vector<T> y = fetch(P.dy_out.p, N), dx = fetch(P.ddx.p, N), dw = fetch(P.ddw.p, C), db = fetch(P.ddb.p, C);
+  Err ey, edx, edw, edb;
+  std::vector<double> rdw(C, 0.0), rdb(C, 0.0), xhat(C), g(C);
+  const double eps = (double)P.eps;
+  double cond = 1.0; // max over rows of max|x| / sqrt(var + eps)
+  for (int64_t i = 0; i < R; ++i) {
+    const T *xr = &P.x[i * C];
+    const T *dyr = &P.dy[i * C];
+    double m = 0;
+    for (int64_t j = 0; j < C; ++j)
+      m += to_d(xr[j]);
+    m /= C;
+    double v = 0;
+    for (int64_t j = 0; j < C; ++j) {
+      const double d = to_d(xr[j]) - m;
+      v += d * d;
+    }
+    v /= C;
+    const double rstd = 1.0 / std::sqrt(v + eps);
+    for (int64_t j = 0; j < C; ++j)
+      cond = std::max(cond, std::fabs(to_d(xr[j])) * rstd);
+    double mg = 0, mgx = 0;
+    for (int64_t j = 0; j < C; ++j) {
+      xhat[j] = (to_d(xr[j]) - m) * rstd;
+      const double wj = P.has_w ? to_d(P.w[j]) : 1.0;
+      const double bj = P.has_b ? to_d(P.b[j]) : 0.0;
+      ey.add(to_d(y[i * C + j]), xhat[j] * wj + bj);
+      g[j] = to_d(dyr[j]) * wj;
+      mg += g[j];
+      mgx += g[j] * xhat[j];
+      rdw[j] += to_d(dyr[j]) * xhat[j];
+      rdb[j] += to_d(dyr[j]);
+    }
+    mg /= C;
+    mgx /= C;
+    for (int64_t j = 0; j < C; ++j)
+      edx.add(to_d(dx[i * C + j]), rstd * (g[j] - mg - xhat[j] * mgx));
+  }
+  for (int64_t j = 0; j < C; ++j) {
+    edw.add(to_d(dw[j]), rdw[j]);
+    edb.add(to_d(db[j]), rdb[j]);
+  }
+  // f64: the kernels are exact to a few ulps of the inputs, so the error of
+  // xhat (and so of y, dw) scales with the row's condition number
+  // max|x| / std (1e6 for the large-mean rows, 1e3 for the constant ones).
+  const double t = sizeof(T) == 8 ? tol<T>() * std::max(1.0, cond / 10) : tol<T>();
+  const double tb = bwd_tol > 0 ? bwd_tol : t;
+  char buf[512];
+  snprintf(buf, sizeof buf,
+           "%s %s rows=%lld cols=%lld w=%d b=%d off=%d tiers=%s/%s grids=%d/%d tol=%.1e | y=%.2e (abs %.2e) dx=%.2e "
+           "dw=%.2e db=%.2e",
+           KT<T>::name(), label, (long long)R, (long long)C, P.has_w, P.has_b, P.off, P.fwd_name(), P.bwd_name(),
+           fgrid ? fgrid : P.fwd_grid, bgrid ? bgrid : P.bwd_grid, t, ey.norm(), ey.maxdiff, edx.norm(), edw.norm(),
+           edb.norm());
+  bool ok = ey.norm() <= t && edx.norm() <= tb && edw.norm() <= tb && edb.norm() <= tb;
+  if (ytol_abs > 0)
+    ok = ok && ey.maxdiff <= ytol_abs;
+  report(ok, buf);
+  if (getenv("LN_VERBOSE"))
+    printf("%s %s\n", ok ? "ok  " : "FAIL", buf);
+  return ey.maxdiff;
+}
+
+template <typename T> static void test_dtype() {
+  const int64_t cols[] = {1, 3, 17, 64, 100, 1000, 1024, 4097, 16384, 65536};
+  const int64_t rows[] = {0, 1, 7, 1000};
+  int before = g_fail;
+  for (int64_t c : cols)
+    for (int64_t r : rows)
+      for (int aff = 0; aff < 4; ++aff)
+        for (int off = 0; off < 2; ++off) {
+          const bool heavy = r * c > (int64_t)2000000;
+          if (heavy && (aff != 3 || off != 0))
+            continue;
+          Problem<T> P;
+          P.init(r, c, aff & 1, aff & 2, off, 0.3, 1.0, false);
+          check(P, "sweep");
+        }
+  // Constant rows.
+  for (int64_t c : {64, 1000, 4097, 65536}) {
+    Problem<T> P;
+    P.init(7, c, true, true, 0, 3.0, 1.0, true);
+    check(P, "const");
+  }
+  // Small grids: many rows per block (grid-stride loops, per-thread
+  // accumulation across rows, blocks with no rows).
+  for (int64_t c : {17, 64, 1000, 4097, 16384, 65536}) {
+    Problem<T> P;
+    P.init(1000, c, true, true, 0, 0.0, 1.0, false);
+    check(P, "grid3", 3, 3);
+    Problem<T> Q;
+    Q.init(5, c, true, true, 1, 0.0, 1.0, false);
+    check(Q, "grid64-few-rows", 64, 64); // blocks that process no rows
+  }
+  // Every instantiated kernel, not only the table's choices (so that a tier
+  // table change needs no new test): widths at the kernel's capacity, just
+  // below it with a ragged (non-vector) width, and far below it; default and
+  // small grids; misaligned pointers.
+  {
+    const int64_t V = 16 / sizeof(T);
+    for (int dir = 0; dir < 2; ++dir) {
+      const Tier *all = dir ? ALL_BWD : ALL_FWD;
+      const int n = dir ? N_ALL_BWD : N_ALL_FWD;
+      for (int t = 0; t < n; ++t) {
+        const int64_t cap = (int64_t)all[t].lanes * all[t].vecs * V;
+        for (int64_t c : {cap, cap - V - 1, cap / 4 + 1}) {
+          if (c < 1 || (dir && bwd_smem_bytes<T>(all, t, n, c) > (size_t)g_max_smem_optin))
+            continue;
+          const int64_t r = std::max<int64_t>(2, std::min<int64_t>(300, 600000 / c));
+          Problem<T> P;
+          P.init(r, c, true, true, c == cap ? 0 : 1, 0.5, 1.0, false, dir ? -1 : t, dir ? t : -1);
+          std::string lab = std::string("tier-") + (dir ? "bwd-" : "fwd-") + all[t].tag;
+          check(P, lab.c_str());
+          check(P, (lab + "-grid3").c_str(), 3, 3);
+        }
+      }
+    }
+  }
+  // NULL dw_part / db_part.
+  {
+    Problem<T> P;
+    P.init(100, 1000, true, true, 0, 0.0, 1.0, false);
+    P.bwd(0, false, true);
+    P.bwd(0, true, false);
+    CK(cudaDeviceSynchronize());
+    report(true, "null partials");
+  }
+  // Determinism: backward twice, dw / db / dx bit-for-bit.
+  for (int64_t c : {64, 1000, 4096, 16384, 65536}) {
+    Problem<T> P;
+    P.init(1000, c, true, true, 0, 0.0, 1.0, false);
+    P.bwd();
+    CK(cudaDeviceSynchronize());
+    auto dw1 = fetch(P.ddw.p, c), db1 = fetch(P.ddb.p, c);
+    auto dx1 = fetch(P.ddx.p, (size_t)1000 * c);
+    CK(cudaMemset(P.ddw.p, 0, c * sizeof(T)));
+    CK(cudaMemset(P.dwp.p, 0xff, P.dwp.n * sizeof(typename KT<T>::ACC)));
+    P.bwd();
+    CK(cudaDeviceSynchronize());
+    auto dw2 = fetch(P.ddw.p, c), db2 = fetch(P.ddb.p, c);
+    auto dx2 = fetch(P.ddx.p, (size_t)1000 * c);
+    const bool same = !memcmp(dw1.data(), dw2.data(), c * sizeof(T)) &&
+                      !memcmp(db1.data(), db2.data(), c * sizeof(T)) &&
+                      !memcmp(dx1.data(), dx2.data(), dx1.size() * sizeof(T));
+    report(same, std::string("determinism ") + KT<T>::name() + " cols=" + std::to_string(c));
+  }
+  printf("%-5s: %s (%d failures)\n", KT<T>::name(), g_fail == before ? "ok" : "FAILED", g_fail - before);
+}
+
+template <typename T> static void test_large_mean() {
+  // mean 1e4, std 1e-2: f32 output max abs err must be <= 1e-2.
+  for (int64_t c : {17, 64, 1000, 1024, 4097, 16384, 65536}) {
+    Problem<T> P;
+    P.init(7, c, false, false, 0, 1e4, 1e-2, false);
+    const double e = check(P, "large-mean", 0, 0, 1e-2, 1e-3);
+    printf("large-mean %s cols=%lld: y max abs err %.3e\n", KT<T>::name(), (long long)c, e);
+  }
+}
+
+// Median over 7 batches of the mean time of 20 back-to-back launches (the
+// way the candle benchmark times ops: launch gaps hidden, as in a model).
+template <typename F> static double time_us(F fn) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  for (int i = 0; i < 5; ++i)
+    fn();
+  std::vector<float> ts;
+  const int iters = 20;
+  for (int rep = 0; rep < 7; ++rep) {
+    CK(cudaEventRecord(a));
+    for (int i = 0; i < iters; ++i)
+      fn();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    ts.push_back(ms * 1e3f / iters);
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  std::sort(ts.begin(), ts.end());
+  return (double)ts[ts.size() / 2];
+}
+
+// Table choice (exactly what ops.rs launches), or with sweep every kernel that
+// fits the row within a factor 8 of its capacity, each with the ops.rs launch
+// rules; forward also with the grid capped at the resident blocks ("cap").
+static std::string g_tiers; // --tiers a,b: sweep only these tags (",a,b,")
+template <typename T> static void bench(int64_t R, int64_t C, bool sweep) {
+  Problem<T> P;
+  P.init(R, C, true, true, 0, 0.0, 1.0, false);
+  const double N = (double)R * C;
+  const double fbytes = 2 * N * sizeof(T) + 2.0 * C * sizeof(T);
+  const double bbytes = 3 * N * sizeof(T);
+  const double tf = time_us([&] { P.fwd(); });
+  const double tb = time_us([&] { P.bwd_main(); });
+  const double tbr = time_us([&] { P.bwd(); });
+  printf("bench %-4s %6lldx%-6lld fwd %-8s grid %6d %8.1f us %7.0f GB/s | bwd %-8s grid %5d %8.1f us %7.0f GB/s"
+         " | bwd+reduce %8.1f us %7.0f GB/s\n",
+         KT<T>::name(), (long long)R, (long long)C, P.fwd_name(), P.fwd_grid, tf, fbytes / (tf * 1e-6) / 1e9,
+         P.bwd_name(), P.bwd_grid, tb, bbytes / (tb * 1e-6) / 1e9, tbr, bbytes / (tbr * 1e-6) / 1e9);
+  if (!sweep)
+    return;
+  const int64_t V = 16 / sizeof(T), nvec = (C + V - 1) / V;
+  for (int dir = 0; dir < 2; ++dir) {
+    const Tier *all = dir ? ALL_BWD : ALL_FWD;
+    const int n = dir ? N_ALL_BWD : N_ALL_FWD;
+    for (int t = 0; t <= n; ++t) {
+      const int64_t cap = t == n ? INT64_MAX : (int64_t)all[t].lanes * all[t].vecs;
+      if (cap < nvec || (t < n && cap > 8 * nvec) || (t == n && nvec > 8 * 1024 * 8))
+        continue;
+      if (!g_tiers.empty() && g_tiers.find("," + std::string(tier_name(all, t, n)) + ",") == std::string::npos)
+        continue;
+      if (dir && bwd_smem_bytes<T>(all, t, n, C) > (size_t)g_max_smem_optin)
+        continue;
+      Problem<T> Q;
+      Q.init(R, C, true, true, 0, 0.0, 1.0, false, dir ? -1 : t, dir ? t : -1);
+      if (!dir) {
+        const double u = time_us([&] { Q.fwd(); });
+        const int cap_grid = (int)std::min<int64_t>(
+            Q.fwd_grid, (int64_t)g_sms * occupancy(KT<T>::fwd(t), Q.fwd_threads(), 0));
+        const double uc = time_us([&] { Q.fwd(cap_grid); });
+        printf("sweep %-4s %6lldx%-6lld fwd %-8s %8.1f us %7.0f GB/s | cap grid %5d %8.1f us %7.0f GB/s\n",
+               KT<T>::name(), (long long)R, (long long)C, Q.fwd_name(), u, fbytes / (u * 1e-6) / 1e9, cap_grid,
+               uc, fbytes / (uc * 1e-6) / 1e9);
+      } else {
+        const double u = time_us([&] { Q.bwd_main(); });
+        const double ur = time_us([&] { Q.bwd(); });
+        printf("sweep %-4s %6lldx%-6lld bwd %-8s grid %5d smem %6zu %8.1f us %7.0f GB/s | +reduce %8.1f us %7.0f "
+               "GB/s\n",
+               KT<T>::name(), (long long)R, (long long)C, Q.bwd_name(), Q.bwd_grid, Q.bwd_smem, u,
+               bbytes / (u * 1e-6) / 1e9, ur, bbytes / (ur * 1e-6) / 1e9);
+      }
+    }
+  }
+}
+
+template <typename T> static void print_attrs() {
+  auto show = [](const char *dir, const char *tag, const void *f, int threads) {
+    cudaFuncAttributes at;
+    CK(cudaFuncGetAttributes(&at, f));
+    int nb = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, f, threads, 0));
+    printf("attr %-4s %s %-9s threads %4d regs %3d local %4zu smem %5zu blocks/SM %2d (+dynamic smem for s tiers)\n",
+           KT<T>::name(), dir, tag, threads, at.numRegs, at.localSizeBytes, at.sharedSizeBytes, nb);
+  };
+  for (int i = 0; i <= N_ALL_FWD; ++i)
+    show("fwd", tier_name(ALL_FWD, i, N_ALL_FWD), (const void *)KT<T>::fwd(i), tier_threads(ALL_FWD, i, N_ALL_FWD));
+  for (int i = 0; i <= N_ALL_BWD; ++i)
+    show("bwd", tier_name(ALL_BWD, i, N_ALL_BWD), (const void *)KT<T>::bwd(i), tier_threads(ALL_BWD, i, N_ALL_BWD));
+  show("red", "reduce", (const void *)KT<T>::red(), 1024);
+}
+
+int main(int argc, char **argv) {
+  bool do_test = true, do_bench = true, sweep = false;
+  std::vector<std::pair<int64_t, int64_t>> only; // --shapes RxC,RxC: bench these instead
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--tiers") && i + 1 < argc)
+      g_tiers = std::string(",") + argv[++i] + ",";
+    if (!strcmp(argv[i], "--shapes") && i + 1 < argc) {
+      std::string list = argv[++i];
+      size_t pos = 0;
+      while (pos < list.size()) {
+        size_t end = list.find(',', pos);
+        if (end == std::string::npos)
+          end = list.size();
+        long long r, c;
+        if (sscanf(list.substr(pos, end - pos).c_str(), "%lldx%lld", &r, &c) == 2)
+          only.push_back({r, c});
+        pos = end + 1;
+      }
+    }
+    if (!strcmp(argv[i], "--no-bench"))
+      do_bench = false;
+    if (!strcmp(argv[i], "--bench-only"))
+      do_test = false;
+    if (!strcmp(argv[i], "--sweep"))
+      sweep = true;
+  }
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  g_sms = prop.multiProcessorCount;
+  g_max_smem_optin = (int)prop.sharedMemPerBlockOptin;
+  printf("device %s, %d SMs, %d B opt-in shared memory per block\n", prop.name, g_sms, g_max_smem_optin);
+  print_attrs<float>();
+  print_attrs<__nv_bfloat16>();
+  print_attrs<__half>();
+  print_attrs<double>();
+  if (do_test) {
+    test_dtype<float>();
+    test_dtype<__half>();
+    test_dtype<__nv_bfloat16>();
+    test_dtype<double>();
+    test_large_mean<float>();
+    test_large_mean<double>();
+    printf("tests: %d passed, %d failed\n", g_pass, g_fail);
+  }
+  if (do_bench) {
+    const int64_t shapes[][2] = {{16384, 64},  {16384, 256},  {8192, 1024},  {4096, 4096},
+                                 {1024, 16384}, {65536, 1024}, {32768, 4096}};
+    if (only.empty())
+      for (auto &s : shapes)
+        only.push_back({s[0], s[1]});
+    for (auto &s : only)
+      bench<float>(s.first, s.second, sweep);
+    for (auto &s : only)
+      bench<__nv_bfloat16>(s.first, s.second, sweep);
+  }
+  return g_fail ? 1 : 0;
+}
