@@ -7,12 +7,14 @@
 #   bench:     gpu_bench + PyTorch bench + f64 numerics check + report/plot, shim A/B
 #   tft:       10-epoch TFT runs with the fused kernel and with the composite
 #   numerics:  only the f64 PyTorch numerics check (part of bench too)
+#   memory:    pool memory held after backward() through 8 layer norms and its peak, fused vs
+#              composite, with both pool settings (memory-*.csv)
 #   stats:     the saved-vs-recomputed statistics experiment in .gpu/stats_experiment, if present
 # Every step logs to $OUT/<step>.log; a failing step is recorded, the run goes on.
 #   bench/scripts/device_run.sh tests,sanitizer
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-phases=",${1:-harness,tests,sanitizer,bench,tft},"
+phases=",${1:-harness,tests,sanitizer,bench,memory,tft},"
 has() { [[ $phases == *",$1,"* ]]; }
 OUT=${OUT:-device-out}
 mkdir -p "$OUT"
@@ -63,17 +65,24 @@ if has bench; then
 fi
 # BENCH_EXTRAS=0 skips these (measured in earlier runs, see bench/results).
 if has bench && [ "${BENCH_EXTRAS:-1}" = 1 ]; then
-  # The same with freed memory kept in CUDA's pool (what PyTorch's caching allocator does).
-  step gpu-bench-keep-pool 400 "$B/bench-bin-gpu_bench" --device cuda --keep-pool --csv "$OUT/bench-candle-keep-pool.csv"
-  step report-keep-pool 60 python3 bench/scripts/report.py "$OUT/bench-candle-keep-pool.csv" "$OUT/bench-torch.csv" "$OUT/report-keep-pool" --title "(H200, $(date -u +%F), --keep-pool)"
+  # The same with freed memory handed back to the driver at each synchronize (the driver's
+  # default, CANDLE_CUDA_POOL_RETAIN=0): what keeping it in the pool buys.
+  step gpu-bench-release-pool 400 "$B/bench-bin-gpu_bench" --device cuda --pool release --csv "$OUT/bench-candle-release-pool.csv"
+  step report-release-pool 60 python3 bench/scripts/report.py "$OUT/bench-candle-release-pool.csv" "$OUT/bench-torch.csv" "$OUT/report-release-pool" --title "(H200, $(date -u +%F), --pool release)"
   step breakdown 120 "$B/bench-bin-gpu_bench" --device cuda --breakdown 4096x4096
-  step breakdown-keep-pool 120 "$B/bench-bin-gpu_bench" --device cuda --keep-pool --breakdown 4096x4096
+  step breakdown-release-pool 120 "$B/bench-bin-gpu_bench" --device cuda --pool release --breakdown 4096x4096
   step shim-ab-bench 300 "$B/shim-ab_bench" --device cuda
 fi
 if has numerics; then # only the f64 PyTorch check (also part of bench)
   step numerics-dump 120 "$B/bench-bin-gpu_bench" --device cuda --shapes 0 --csv "$OUT/unused.csv" --dump "$OUT/dump"
   step torch-check 120 python3 bench/scripts/torch_check.py "$OUT/dump" "$OUT/numerics.csv"
   rm -rf "$OUT/dump" "$OUT/unused.csv"
+fi
+if has memory; then
+  for pool in retain release; do
+    step "memory-$pool" 120 "$B/bench-bin-gpu_bench" --device cuda --pool "$pool" --memory 4096x4096x8 --csv "$OUT/memory-$pool.csv"
+  done
+  cat "$OUT"/memory-*.log
 fi
 if has stats && [ -f .gpu/stats_experiment/run.sh ]; then step stats-experiment 300 bash .gpu/stats_experiment/run.sh; fi
 if has tft; then
@@ -84,5 +93,5 @@ if has tft; then
 fi
 cat "$status"
 # Few files come back from the device: pack the logs and the raw CSVs (report.csv merges them).
-(cd "$OUT" && tar czf logs.tgz --remove-files ./*.log ./bench-*.csv ./report-keep-pool.* 2>/dev/null)
+(cd "$OUT" && tar czf logs.tgz --remove-files ./*.log ./bench-*.csv ./report-release-pool.* 2>/dev/null)
 ls "$OUT"

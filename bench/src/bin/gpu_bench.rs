@@ -32,11 +32,16 @@ struct Args {
     /// Also write inputs/outputs for the numerics check into this folder.
     #[arg(long)]
     dump: Option<String>,
-    /// Keep freed memory in CUDA's stream-ordered pool (release threshold = max, what PyTorch's
-    /// caching allocator does). By default the pool returns memory at each synchronize and the
-    /// first large allocation afterwards maps fresh pages, which candle users pay today.
+    /// CUDA memory pool: `retain` keeps freed memory in the device's pool (what the patched
+    /// candle sets when a device is created, and what PyTorch's caching allocator does),
+    /// `release` hands it back to the driver at each synchronization (the driver's default, or
+    /// `CANDLE_CUDA_POOL_RETAIN=0`): the first large allocation afterwards maps fresh pages.
+    #[arg(long, value_enum, default_value = "retain")]
+    pool: Pool,
+    /// Memory held after `backward()` through a stack of layer norms, fused vs composite, and
+    /// the peak during it: ROWSxCOLSxLAYERS, e.g. 4096x4096x8 (cuda only).
     #[arg(long)]
-    keep_pool: bool,
+    memory: Option<String>,
     /// Time the pieces of an autograd step (mul, ones_like, add, ...) at this shape, e.g. 4096x4096.
     #[arg(long)]
     breakdown: Option<String>,
@@ -61,8 +66,11 @@ fn main() -> Result<()> {
         "cuda" => Device::new_cuda(0)?,
         d => anyhow::bail!("unknown device {d}, use cpu or cuda"),
     };
-    if args.keep_pool {
-        keep_pool_memory(&dev)?;
+    if dev.is_cuda() {
+        set_pool(&dev, args.pool)?;
+    }
+    if let Some(spec) = &args.memory {
+        return memory(&dev, spec, &args.csv);
     }
     if let Some(shape) = &args.breakdown {
         return breakdown(&dev, shape, args.reps);
@@ -261,29 +269,94 @@ fn dump_numerics(dev: &Device, dir: &str) -> Result<()> {
     Ok(())
 }
 
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Pool {
+    Retain,
+    Release,
+}
+
 #[cfg(feature = "cuda")]
-fn keep_pool_memory(dev: &Device) -> Result<()> {
-    use candle_core::cuda_backend::cudarc::driver::sys;
-    let ctx = dev.as_cuda_device()?.cuda_stream().context().clone();
-    ctx.bind_to_thread()?;
-    // SAFETY: ffi on the device's own context; the attribute takes a u64.
-    unsafe {
-        let mut pool = std::mem::MaybeUninit::uninit();
-        sys::cuDeviceGetDefaultMemPool(pool.as_mut_ptr(), ctx.cu_device()).result()?;
-        let mut threshold = u64::MAX;
-        sys::cuMemPoolSetAttribute(
-            pool.assume_init(),
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            &mut threshold as *mut u64 as *mut std::ffi::c_void,
-        )
-        .result()?;
+fn set_pool(dev: &Device, pool: Pool) -> Result<()> {
+    let threshold = match pool {
+        Pool::Retain => u64::MAX,
+        Pool::Release => 0,
+    };
+    Ok(dev
+        .as_cuda_device()?
+        .set_pool_release_threshold(threshold)?)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn set_pool(_: &Device, _: Pool) -> Result<()> {
+    anyhow::bail!("a cuda device needs a cuda build (--features cuda)")
+}
+
+/// Pool memory used after `(y * dy).backward()` through `layers` layer norms (the activations
+/// dropped, the `GradStore` kept), and the peak during forward and backward, relative to the
+/// memory used before; fused op vs composite `layer_norm_slow`, f32. Writes `csv`.
+#[cfg(feature = "cuda")]
+fn memory(dev: &Device, spec: &str, csv: &str) -> Result<()> {
+    let dims: Vec<usize> = spec
+        .split('x')
+        .map(|d| d.parse())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| anyhow::anyhow!("--memory {spec}: {e}, use ROWSxCOLSxLAYERS"))?;
+    let &[rows, cols, layers] = dims.as_slice() else {
+        anyhow::bail!("--memory {spec}: use ROWSxCOLSxLAYERS, e.g. 4096x4096x8")
+    };
+    let cuda = dev.as_cuda_device()?;
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let act = (rows * cols * 4) as f64 / (1 << 20) as f64;
+    let params: Vec<(Var, Var)> = (0..layers)
+        .map(|_| -> Result<_> {
+            let w = Var::from_tensor(&Tensor::randn(1f32, 0.1, cols, dev)?)?;
+            let b = Var::from_tensor(&Tensor::randn(0f32, 0.1, cols, dev)?)?;
+            Ok((w, b))
+        })
+        .collect::<Result<_>>()?;
+    let x = Tensor::randn(0f32, 1., (rows, cols), dev)?;
+    let dy = Tensor::randn(0f32, 1., (rows, cols), dev)?;
+    let grads_mib = mib((layers * 2 * cols * 4) as u64);
+    println!(
+        "{layers} layer norms at {rows}x{cols} f32 (one activation {act:.1} MiB, the parameter \
+         gradients {grads_mib:.2} MiB), pool threshold {}",
+        cuda.pool_release_threshold()?
+    );
+    let mut f = std::fs::File::create(csv)?;
+    writeln!(f, "impl,rows,cols,layers,retained_mib,peak_mib,grads_mib")?;
+    for imp in ["fused", "composite"] {
+        dev.synchronize()?;
+        let base = cuda.pool_stats()?.used;
+        cuda.reset_pool_peaks()?;
+        let grads = {
+            let mut h = x.clone();
+            for (w, b) in &params {
+                h = match imp {
+                    "fused" => candle_nn::ops::layer_norm(&h, w, b, EPS)?,
+                    _ => candle_nn::ops::layer_norm_slow(&h, w, b, EPS)?,
+                };
+            }
+            (h * &dy)?.backward()?
+        };
+        for (w, b) in &params {
+            anyhow::ensure!(grads.get(w).is_some() && grads.get(b).is_some());
+        }
+        dev.synchronize()?;
+        let stats = cuda.pool_stats()?;
+        let (retained, peak) = (mib(stats.used - base), mib(stats.used_peak - base));
+        println!("{imp:<10} retained {retained:>9.2} MiB   peak {peak:>9.2} MiB");
+        writeln!(
+            f,
+            "{imp},{rows},{cols},{layers},{retained:.3},{peak:.3},{grads_mib:.3}"
+        )?;
+        drop(grads);
     }
     Ok(())
 }
 
 #[cfg(not(feature = "cuda"))]
-fn keep_pool_memory(_: &Device) -> Result<()> {
-    anyhow::bail!("--keep-pool needs a cuda build")
+fn memory(_: &Device, _: &str, _: &str) -> Result<()> {
+    anyhow::bail!("--memory needs a cuda build (--features cuda)")
 }
 
 /// Times the pieces of `y = layer_norm(x, w, b); (y * dy).backward()` one by one.

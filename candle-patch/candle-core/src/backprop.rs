@@ -1,7 +1,7 @@
 //! Methods for backpropagation of gradients.
 use crate::op::{BinaryOp, Op, ReduceOp, UnaryOp};
 use crate::{Error, Result, Tensor, TensorId};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 // arg has been reduced to node via reduce_dims, expand it back to arg.
 // This has to handle keepdims.
@@ -161,6 +161,13 @@ impl Tensor {
         nodes
     }
 
+    /// Computes the gradients of this tensor with respect to every variable it depends on, and
+    /// to the intermediate tensors in between (see [`GradStore`]). A tensor that does not track
+    /// gradients (neither a variable nor computed from one) gets none.
+    ///
+    /// The returned gradients may share their storage with each other, e.g. the gradients of
+    /// both operands of an addition are the same tensor: modifying one in place (`zero_set`,
+    /// `slice_set`, `inplace_op*`) can change the others; use `copy` first.
     pub fn backward(&self) -> Result<GradStore> {
         let sorted_nodes = self.sorted_nodes();
         let mut grads = GradStore::new();
@@ -446,11 +453,14 @@ impl Tensor {
                         // Skipping checks, the op went ok, we can skip
                         // the matmul size checks for now.
 
-                        let lhs_grad = grad.matmul(&rhs.t()?)?;
-                        grads.accumulate(lhs, &lhs_grad)?;
-
-                        let rhs_grad = lhs.t()?.matmul(&grad)?;
-                        grads.accumulate(rhs, &rhs_grad)?;
+                        if lhs.track_op() {
+                            let lhs_grad = grad.matmul(&rhs.t()?)?;
+                            grads.accumulate(lhs, &lhs_grad)?;
+                        }
+                        if rhs.track_op() {
+                            let rhs_grad = lhs.t()?.matmul(&grad)?;
+                            grads.accumulate(rhs, &rhs_grad)?;
+                        }
                     }
                     Op::Cat(args, dim) => {
                         let mut start_idx = 0;
@@ -676,11 +686,17 @@ impl Tensor {
                 };
             }
         }
+        // Operands that do not track gradients (constants) get none, whatever the op.
+        let tracked: HashSet<TensorId> = sorted_nodes.iter().map(|node| node.id()).collect();
+        grads.0.retain(|id, _| tracked.contains(id));
         Ok(grads)
     }
 }
 
 /// A store for gradients, associating a tensor id to the corresponding gradient tensor, used for back propagation.
+///
+/// Gradients in a store may share their storage (see [`Tensor::backward`]): copy a gradient
+/// before modifying it in place.
 #[derive(Debug)]
 pub struct GradStore(HashMap<TensorId, Tensor>);
 
@@ -730,9 +746,13 @@ impl GradStore {
     }
 
     /// Add `grad` to the gradient associated with `tensor`, the first gradient is stored
-    /// directly rather than added to a tensor of zeroes.
+    /// directly rather than added to a tensor of zeroes. Nothing is stored for a tensor that does
+    /// not track gradients.
     fn accumulate(&mut self, tensor: &Tensor, grad: &Tensor) -> Result<()> {
         use std::collections::hash_map::Entry;
+        if !tensor.track_op() {
+            return Ok(());
+        }
         match self.0.entry(tensor.id()) {
             Entry::Occupied(mut entry) => {
                 let sum_grad = entry.get().add(grad)?;
@@ -764,8 +784,17 @@ impl GradStore {
                     }
                     .bt())?
                 }
-                // Sums of gradients are contiguous, keep the first one contiguous as well.
-                entry.insert(grad.contiguous()?);
+                // Sums of gradients are contiguous, keep the first one contiguous as well. The
+                // gradients of variables outlive the backward pass: when one is a view of a
+                // larger buffer (a part of a cat, a custom op's packed result), store a copy
+                // rather than keep the whole buffer alive.
+                let is_view = grad.storage().elem_count() != grad.elem_count();
+                let grad = if tensor.is_variable() && is_view {
+                    grad.force_contiguous()?
+                } else {
+                    grad.contiguous()?
+                };
+                entry.insert(grad);
             }
         }
         Ok(())

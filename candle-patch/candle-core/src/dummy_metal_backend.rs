@@ -8,6 +8,12 @@ pub struct MetalDevice;
 #[derive(Debug)]
 pub struct MetalStorage;
 
+impl MetalStorage {
+    pub(crate) fn elem_count(&self) -> usize {
+        0
+    }
+}
+
 #[derive(thiserror::Error, Debug)]
 pub enum MetalError {
     #[error("{0}")]

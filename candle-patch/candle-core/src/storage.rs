@@ -44,6 +44,15 @@ impl Storage {
         }
     }
 
+    /// The number of elements held, more than a tensor has when it is a view of this storage.
+    pub(crate) fn elem_count(&self) -> usize {
+        match self {
+            Self::Cpu(storage) => storage.elem_count(),
+            Self::Cuda(storage) => storage.elem_count(),
+            Self::Metal(storage) => storage.elem_count(),
+        }
+    }
+
     pub(crate) fn same_device(&self, rhs: &Self, op: &'static str) -> Result<()> {
         let lhs_device = self.device();
         let rhs_device = rhs.device();

@@ -528,6 +528,78 @@ fn grad_accumulation(device: &Device) -> Result<()> {
     Ok(())
 }
 
+/// Number of f32 elements allocated behind the storage of `t`, more than `t` holds when `t` is
+/// a view (`narrow`) of a larger buffer.
+fn storage_len_f32(t: &Tensor) -> Result<usize> {
+    use candle_core::Storage;
+    let (storage, _) = t.storage_and_layout();
+    let len = match &*storage {
+        Storage::Cpu(s) => s.as_slice::<f32>()?.len(),
+        #[cfg(feature = "cuda")]
+        Storage::Cuda(s) => s.as_cuda_slice::<f32>()?.len(),
+        #[cfg(feature = "metal")]
+        Storage::Metal(s) => s.buffer().length() as usize / 4,
+        #[allow(unreachable_patterns)]
+        _ => anyhow::bail!("no storage length on {:?}", t.device()),
+    };
+    Ok(len)
+}
+
+fn grad_storage_and_untracked_operands(device: &Device) -> Result<()> {
+    // The gradients of the parts of a cat are not views of the gradient of the whole (a view
+    // stored in the GradStore would keep the whole buffer alive).
+    let a = Var::new(&[[1f32, 2., 3.], [4., 5., 6.]], device)?;
+    let b = Var::new(&[[7f32, 8., 9.]], device)?;
+    let w = Tensor::new(&[[1f32, 2., 3.], [4., 5., 6.], [7., 8., 9.]], device)?;
+    let y = Tensor::cat(&[a.as_tensor(), b.as_tensor()], 0)?;
+    let grads = y.mul(&w)?.sum_all()?.backward()?;
+    for (name, var, want) in [("a", &a, 6), ("b", &b, 3)] {
+        let g = grads.get(var).context("no grad")?;
+        assert_eq!(
+            storage_len_f32(g)?,
+            want,
+            "storage behind the grad of {name}"
+        );
+    }
+    assert_eq!(
+        grads.get(&a).context("no grad for a")?.to_vec2::<f32>()?,
+        [[1., 2., 3.], [4., 5., 6.]]
+    );
+
+    // Operands that do not track gradients (constants) get none, whatever the op.
+    let x = Var::new(&[[1f32, 2.], [3., 4.]], device)?;
+    let c = Tensor::new(&[[0.5f32, 1.], [2., 4.]], device)?;
+    let t = Tensor::new(&[[1u8, 0], [0, 1]], device)?;
+    let ys = [
+        x.add(&c)?,
+        c.add(&x)?,
+        x.sub(&c)?,
+        c.sub(&x)?,
+        x.mul(&c)?,
+        c.div(&x)?,
+        x.matmul(&c)?,
+        c.matmul(&x)?,
+        x.maximum(&c)?,
+        t.where_cond(&c, &x)?,
+        Tensor::cat(&[x.as_tensor(), &c], 1)?.sum_keepdim(1)?,
+    ];
+    for (i, y) in ys.iter().enumerate() {
+        let grads = y.sum_all()?.backward()?;
+        assert!(grads.get(&x).is_some(), "op {i}: no grad for x");
+        assert!(
+            grads.get(&c).is_none(),
+            "op {i}: grad for an untracked operand"
+        );
+        assert!(
+            grads.get(&t).is_none(),
+            "op {i}: grad for an untracked operand"
+        );
+    }
+    // ... including the tensor backward is called on when it does not track gradients.
+    assert_eq!(c.sum_all()?.backward()?.get_ids().count(), 0);
+    Ok(())
+}
+
 #[test]
 fn test_flip_backprop() -> Result<()> {
     let device = &Device::Cpu;
@@ -589,4 +661,10 @@ test_device!(
     grad_accumulation_cpu,
     grad_accumulation_gpu,
     grad_accumulation_metal
+);
+test_device!(
+    grad_storage_and_untracked_operands,
+    grad_storage_and_untracked_operands_cpu,
+    grad_storage_and_untracked_operands_gpu,
+    grad_storage_and_untracked_operands_metal
 );

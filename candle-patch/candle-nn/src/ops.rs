@@ -1320,6 +1320,9 @@ pub fn layer_norm_bwd(
         None => xs.apply_op2_no_bwd(&grad, &op)?,
         Some(alpha) => xs.apply_op3_no_bwd(&grad, &alpha.contiguous()?, &op)?,
     };
+    // dalpha and dbeta are copied out of `packed`: as views they would keep it alive, an
+    // activation-sized buffer for each weight gradient in a `GradStore`. dxs stays a view, it
+    // is the bulk of `packed` (backprop stores a copy when it is the gradient of a variable).
     let el_count = xs.elem_count();
     let dxs = packed.narrow(0, 0, el_count)?.reshape(xs.shape())?;
     let mut offset = el_count;
@@ -1328,7 +1331,11 @@ pub fn layer_norm_bwd(
             return Ok(None);
         }
         offset += n_cols;
-        Ok(Some(packed.narrow(0, offset - n_cols, n_cols)?))
+        Ok(Some(
+            packed
+                .narrow(0, offset - n_cols, n_cols)?
+                .force_contiguous()?,
+        ))
     };
     let dalpha = param(alpha.is_some())?;
     let dbeta = param(beta_grad)?;

@@ -268,3 +268,74 @@ test_device!(
     ln_module_strided_gpu,
     ln_module_strided_metal
 );
+
+/// Number of elements allocated behind the storage of `t`, more than `t` holds when `t` is a
+/// view (`narrow`) of a larger buffer.
+fn ln_storage_len(t: &Tensor) -> Result<usize> {
+    use candle::Storage;
+    let (storage, _) = t.storage_and_layout();
+    let len = match (&*storage, t.dtype()) {
+        (Storage::Cpu(s), DType::F16) => s.as_slice::<half::f16>()?.len(),
+        (Storage::Cpu(s), DType::BF16) => s.as_slice::<half::bf16>()?.len(),
+        (Storage::Cpu(s), DType::F32) => s.as_slice::<f32>()?.len(),
+        (Storage::Cpu(s), DType::F64) => s.as_slice::<f64>()?.len(),
+        #[cfg(feature = "cuda")]
+        (Storage::Cuda(s), dtype) => match dtype {
+            DType::F16 => s.as_cuda_slice::<half::f16>()?.len(),
+            DType::BF16 => s.as_cuda_slice::<half::bf16>()?.len(),
+            DType::F32 => s.as_cuda_slice::<f32>()?.len(),
+            DType::F64 => s.as_cuda_slice::<f64>()?.len(),
+            dt => anyhow::bail!("unexpected dtype {dt:?}"),
+        },
+        #[cfg(feature = "metal")]
+        (Storage::Metal(s), dtype) => s.buffer().length() as usize / dtype.size_in_bytes(),
+        #[allow(unreachable_patterns)]
+        (_, dtype) => anyhow::bail!("no storage length for {dtype:?} on {:?}", t.device()),
+    };
+    Ok(len)
+}
+
+/// The gradients of the input, weight and bias own their memory: none of them is a view of a
+/// larger buffer (the fused backward computes them into one), which would keep an
+/// activation-sized buffer alive for as long as the weight gradient.
+fn layer_norm_grads_own_storage(dev: &Device) -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(51);
+    let (rows, n) = (16, 64);
+    let dtypes: &[DType] = if dev.is_metal() {
+        &[DType::F32, DType::F16, DType::BF16]
+    } else {
+        &[DType::F32, DType::F16, DType::BF16, DType::F64]
+    };
+    for &dtype in dtypes {
+        let xv = Var::from_tensor(&ln_rand(&mut rng, &[2, rows / 2, n], dtype, dev)?)?;
+        let wv = Var::from_tensor(&ln_rand(&mut rng, &[n], dtype, dev)?)?;
+        let bv = Var::from_tensor(&ln_rand(&mut rng, &[n], dtype, dev)?)?;
+        let dy = ln_rand(&mut rng, &[2, rows / 2, n], dtype, dev)?;
+        for (with_w, with_b) in [(true, true), (true, false), (false, true), (false, false)] {
+            let w = with_w.then_some(wv.as_tensor());
+            let b = with_b.then_some(bv.as_tensor());
+            let y = candle_nn::ops::layer_norm_opt(&xv, w, b, LN_EPS as f32)?;
+            let grads = (&y * &dy)?.backward()?;
+            let mut params = vec![];
+            params.extend(with_w.then_some(("weight", &wv)));
+            params.extend(with_b.then_some(("bias", &bv)));
+            params.push(("input", &xv));
+            for (name, var) in params {
+                let g = grads.get(var).context(format!("no grad for the {name}"))?;
+                assert_eq!(
+                    (ln_storage_len(g)?, g.elem_count()),
+                    (var.elem_count(), var.elem_count()),
+                    "storage behind the {name} grad, {dtype:?} weight={with_w} bias={with_b}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+test_device!(
+    layer_norm_grads_own_storage,
+    ln_grads_own_storage_cpu,
+    ln_grads_own_storage_gpu,
+    ln_grads_own_storage_metal
+);

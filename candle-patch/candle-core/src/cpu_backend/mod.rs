@@ -1614,6 +1614,20 @@ impl CpuStorage {
         D::cpu_storage_as_slice(self)
     }
 
+    /// The number of elements held, more than a tensor has when it is a view of this storage.
+    pub(crate) fn elem_count(&self) -> usize {
+        match self {
+            Self::U8(v) => v.len(),
+            Self::U32(v) => v.len(),
+            Self::I64(v) => v.len(),
+            Self::BF16(v) => v.len(),
+            Self::F16(v) => v.len(),
+            Self::F32(v) => v.len(),
+            Self::F64(v) => v.len(),
+            Self::F8E4M3(v) => v.len(),
+        }
+    }
+
     pub fn concat(storages: &[CpuStorage]) -> Result<CpuStorage> {
         let storage0 = &storages[0];
         let s = match storage0 {

@@ -235,15 +235,30 @@ impl CudaDevice {
     }
 }
 
-/// Keeps the memory freed by candle in the device's default stream-ordered pool rather than
-/// returning it to the driver at each synchronization: otherwise the first large allocation after
-/// a synchronization maps fresh pages, which costs as much as the kernel using the buffer (e.g.
-/// 2x the time of a layer norm on 512MB). This is what caching allocators do (PyTorch). Devices
-/// without memory pools are left as they are.
-fn retain_pool_memory(context: &cudarc::driver::CudaContext) -> Result<()> {
+/// Memory of a device's default memory pool, the pool candle allocates from, in bytes: what
+/// the pool holds (`reserved`) and what of it is in use (`used`), now and at their peak since
+/// the pool was created or [`CudaDevice::reset_pool_peaks`] was called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CudaPoolStats {
+    pub reserved: u64,
+    pub reserved_peak: u64,
+    pub used: u64,
+    pub used_peak: u64,
+}
+
+/// The environment variable that opts out of keeping freed memory in the pool, see
+/// [`CudaDevice::set_pool_release_threshold`].
+pub const POOL_RETAIN_ENV: &str = "CANDLE_CUDA_POOL_RETAIN";
+
+/// The default memory pool of `context`'s device, `None` when the device has no memory pools
+/// (candle then allocates with `cuMemAlloc`).
+fn default_mem_pool(
+    context: &cudarc::driver::CudaContext,
+) -> Result<Option<cudarc::driver::sys::CUmemoryPool>> {
     use cudarc::driver::sys;
     let mut supported = 0;
-    // SAFETY: ffi, plain queries and an attribute that takes a u64.
+    let mut pool = std::mem::MaybeUninit::uninit();
+    // SAFETY: ffi, plain queries with valid out pointers.
     unsafe {
         sys::cuDeviceGetAttribute(
             &mut supported,
@@ -253,28 +268,128 @@ fn retain_pool_memory(context: &cudarc::driver::CudaContext) -> Result<()> {
         .result()
         .w()?;
         if supported == 0 {
-            return Ok(());
+            return Ok(None);
         }
-        let mut pool = std::mem::MaybeUninit::uninit();
         sys::cuDeviceGetDefaultMemPool(pool.as_mut_ptr(), context.cu_device())
             .result()
             .w()?;
-        let mut threshold = u64::MAX;
-        sys::cuMemPoolSetAttribute(
-            pool.assume_init(),
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            &mut threshold as *mut u64 as *mut std::ffi::c_void,
-        )
-        .result()
-        .w()?;
+        Ok(Some(pool.assume_init()))
+    }
+}
+
+fn mem_pool_attribute(
+    pool: cudarc::driver::sys::CUmemoryPool,
+    attr: cudarc::driver::sys::CUmemPool_attribute,
+) -> Result<u64> {
+    let mut value = 0u64;
+    // SAFETY: ffi, the attributes read here are all u64 (cuuint64_t).
+    unsafe {
+        cudarc::driver::sys::cuMemPoolGetAttribute(pool, attr, &mut value as *mut u64 as *mut _)
+            .result()
+            .w()?;
+    }
+    Ok(value)
+}
+
+fn set_mem_pool_attribute(
+    pool: cudarc::driver::sys::CUmemoryPool,
+    attr: cudarc::driver::sys::CUmemPool_attribute,
+    mut value: u64,
+) -> Result<()> {
+    // SAFETY: ffi, the attributes written here are all u64 (cuuint64_t).
+    unsafe {
+        cudarc::driver::sys::cuMemPoolSetAttribute(pool, attr, &mut value as *mut u64 as *mut _)
+            .result()
+            .w()?;
     }
     Ok(())
+}
+
+/// Keeps the memory freed by candle in the device's default pool rather than returning it to
+/// the driver at each synchronization: otherwise the first large allocation after a
+/// synchronization maps fresh pages, which costs as much as the kernel using the buffer (e.g.
+/// 2x the time of a layer norm on 512MB). This is what caching allocators do (PyTorch).
+///
+/// Only a pool whose release threshold is still the driver's default (0) is changed, and not
+/// when `CANDLE_CUDA_POOL_RETAIN=0`. This is a performance setting: errors are ignored, device
+/// creation never fails because of it.
+fn retain_pool_memory(context: &cudarc::driver::CudaContext) {
+    use cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD as THRESHOLD;
+    if matches!(std::env::var(POOL_RETAIN_ENV).as_deref(), Ok("0" | "false")) {
+        return;
+    }
+    if let Ok(Some(pool)) = default_mem_pool(context) {
+        if let Ok(0) = mem_pool_attribute(pool, THRESHOLD) {
+            let _ = set_mem_pool_attribute(pool, THRESHOLD, u64::MAX);
+        }
+    }
+}
+
+impl CudaDevice {
+    fn mem_pool(&self) -> Result<cudarc::driver::sys::CUmemoryPool> {
+        match default_mem_pool(&self.context)? {
+            Some(pool) => Ok(pool),
+            None => crate::bail!("cuda device {} has no memory pools", self.context.ordinal()),
+        }
+    }
+
+    /// Sets how many bytes of freed memory the device's default pool keeps at a
+    /// synchronization instead of returning them to the driver: `u64::MAX` keeps everything
+    /// (what candle sets when a device is created, unless `CANDLE_CUDA_POOL_RETAIN=0` or the
+    /// threshold was already set), `0` is the driver's default. The pool is shared by every
+    /// user of the device in the process.
+    pub fn set_pool_release_threshold(&self, bytes: u64) -> Result<()> {
+        use cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+        set_mem_pool_attribute(self.mem_pool()?, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, bytes)
+    }
+
+    /// The release threshold of the device's default pool, see
+    /// [`Self::set_pool_release_threshold`].
+    pub fn pool_release_threshold(&self) -> Result<u64> {
+        use cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+        mem_pool_attribute(self.mem_pool()?, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+    }
+
+    /// Returns the freed memory the device's default pool keeps to the driver, down to
+    /// `bytes_to_keep` (like `torch.cuda.empty_cache()` with 0). Waits for the device's stream
+    /// first, so that what candle has freed on it can be released.
+    pub fn trim_pool(&self, bytes_to_keep: usize) -> Result<()> {
+        let pool = self.mem_pool()?;
+        self.stream.synchronize().w()?;
+        // SAFETY: ffi on a valid pool.
+        unsafe {
+            cudarc::driver::sys::cuMemPoolTrimTo(pool, bytes_to_keep)
+                .result()
+                .w()?;
+        }
+        Ok(())
+    }
+
+    /// The memory held and used by the device's default pool.
+    pub fn pool_stats(&self) -> Result<CudaPoolStats> {
+        use cudarc::driver::sys::CUmemPool_attribute as A;
+        let pool = self.mem_pool()?;
+        Ok(CudaPoolStats {
+            reserved: mem_pool_attribute(pool, A::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?,
+            reserved_peak: mem_pool_attribute(pool, A::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)?,
+            used: mem_pool_attribute(pool, A::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?,
+            used_peak: mem_pool_attribute(pool, A::CU_MEMPOOL_ATTR_USED_MEM_HIGH)?,
+        })
+    }
+
+    /// Resets the peaks of [`Self::pool_stats`] to the current values.
+    pub fn reset_pool_peaks(&self) -> Result<()> {
+        use cudarc::driver::sys::CUmemPool_attribute as A;
+        let pool = self.mem_pool()?;
+        set_mem_pool_attribute(pool, A::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, 0)?;
+        set_mem_pool_attribute(pool, A::CU_MEMPOOL_ATTR_USED_MEM_HIGH, 0)
+    }
 }
 
 impl CudaDevice {
     pub fn new_with_stream(ordinal: usize) -> Result<Self> {
         let context = cudarc::driver::CudaContext::new(ordinal).w()?;
-        retain_pool_memory(&context)?;
+        retain_pool_memory(&context);
         let stream = context.new_stream().w()?;
         let blas = cudarc::cublas::CudaBlas::new(stream.clone()).w()?;
         let curand = cudarc::curand::CudaRng::new(299792458, stream.clone()).w()?;
@@ -298,7 +413,7 @@ impl BackendDevice for CudaDevice {
 
     fn new(ordinal: usize) -> Result<Self> {
         let context = cudarc::driver::CudaContext::new(ordinal).w()?;
-        retain_pool_memory(&context)?;
+        retain_pool_memory(&context);
         let stream = context.default_stream();
         let blas = cudarc::cublas::CudaBlas::new(stream.clone()).w()?;
         let curand = cudarc::curand::CudaRng::new(299792458, stream.clone()).w()?;

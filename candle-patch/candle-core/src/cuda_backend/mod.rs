@@ -17,7 +17,7 @@ pub mod cudnn;
 mod device;
 mod error;
 mod utils;
-pub use device::{CudaDevice, DeviceId};
+pub use device::{CudaDevice, CudaPoolStats, DeviceId, POOL_RETAIN_ENV};
 pub use error::{CudaError, WrapErr};
 pub use utils::{Map1, Map1Any, Map2, Map2Any, Map2InPlace, Map3, S};
 
@@ -1194,6 +1194,20 @@ impl CudaStorage {
 
     pub fn as_cuda_slice_mut<T: CudaDType>(&mut self) -> Result<&mut CudaSlice<T>> {
         T::as_cuda_slice_mut(self)
+    }
+
+    /// The number of elements held, more than a tensor has when it is a view of this storage.
+    pub(crate) fn elem_count(&self) -> usize {
+        match &self.slice {
+            CudaStorageSlice::U8(s) => s.len(),
+            CudaStorageSlice::U32(s) => s.len(),
+            CudaStorageSlice::I64(s) => s.len(),
+            CudaStorageSlice::BF16(s) => s.len(),
+            CudaStorageSlice::F16(s) => s.len(),
+            CudaStorageSlice::F32(s) => s.len(),
+            CudaStorageSlice::F64(s) => s.len(),
+            CudaStorageSlice::F8E4M3(s) => s.len(),
+        }
     }
 }
 

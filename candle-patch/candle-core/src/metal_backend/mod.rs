@@ -1826,6 +1826,11 @@ impl MetalStorage {
         }
     }
 
+    /// The number of elements held, more than a tensor has when it is a view of this storage.
+    pub(crate) fn elem_count(&self) -> usize {
+        self.count
+    }
+
     pub fn buffer(&self) -> &Buffer {
         &self.buffer
     }
