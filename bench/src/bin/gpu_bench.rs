@@ -326,7 +326,7 @@ fn memory(dev: &Device, spec: &str, csv: &str) -> Result<()> {
     writeln!(f, "impl,rows,cols,layers,retained_mib,peak_mib,grads_mib")?;
     for imp in ["fused", "composite"] {
         dev.synchronize()?;
-        let base = cuda.pool_stats()?.used;
+        let base = cuda.pool_used_memory()?;
         cuda.reset_pool_peaks()?;
         let grads = {
             let mut h = x.clone();
@@ -342,8 +342,8 @@ fn memory(dev: &Device, spec: &str, csv: &str) -> Result<()> {
             anyhow::ensure!(grads.get(w).is_some() && grads.get(b).is_some());
         }
         dev.synchronize()?;
-        let stats = cuda.pool_stats()?;
-        let (retained, peak) = (mib(stats.used - base), mib(stats.used_peak - base));
+        let retained = mib(cuda.pool_used_memory()? - base);
+        let peak = mib(cuda.pool_max_used_memory()? - base);
         println!("{imp:<10} retained {retained:>9.2} MiB   peak {peak:>9.2} MiB");
         writeln!(
             f,

@@ -235,21 +235,6 @@ impl CudaDevice {
     }
 }
 
-/// Memory of a device's default memory pool, the pool candle allocates from, in bytes: what
-/// the pool holds (`reserved`) and what of it is in use (`used`), now and at their peak since
-/// the pool was created or [`CudaDevice::reset_pool_peaks`] was called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CudaPoolStats {
-    pub reserved: u64,
-    pub reserved_peak: u64,
-    pub used: u64,
-    pub used_peak: u64,
-}
-
-/// The environment variable that opts out of keeping freed memory in the pool, see
-/// [`CudaDevice::set_pool_release_threshold`].
-pub const POOL_RETAIN_ENV: &str = "CANDLE_CUDA_POOL_RETAIN";
-
 /// The default memory pool of `context`'s device, `None` when the device has no memory pools
 /// (candle then allocates with `cuMemAlloc`).
 fn default_mem_pool(
@@ -315,7 +300,10 @@ fn set_mem_pool_attribute(
 /// creation never fails because of it.
 fn retain_pool_memory(context: &cudarc::driver::CudaContext) {
     use cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD as THRESHOLD;
-    if matches!(std::env::var(POOL_RETAIN_ENV).as_deref(), Ok("0" | "false")) {
+    if matches!(
+        std::env::var(CudaDevice::POOL_RETAIN_ENV).as_deref(),
+        Ok("0" | "false")
+    ) {
         return;
     }
     if let Ok(Some(pool)) = default_mem_pool(context) {
@@ -326,6 +314,10 @@ fn retain_pool_memory(context: &cudarc::driver::CudaContext) {
 }
 
 impl CudaDevice {
+    /// The environment variable that opts out of keeping freed memory in the pool when a device
+    /// is created (`CANDLE_CUDA_POOL_RETAIN=0`), see [`Self::set_pool_release_threshold`].
+    pub const POOL_RETAIN_ENV: &'static str = "CANDLE_CUDA_POOL_RETAIN";
+
     fn mem_pool(&self) -> Result<cudarc::driver::sys::CUmemoryPool> {
         match default_mem_pool(&self.context)? {
             Some(pool) => Ok(pool),
@@ -365,19 +357,28 @@ impl CudaDevice {
         Ok(())
     }
 
-    /// The memory held and used by the device's default pool.
-    pub fn pool_stats(&self) -> Result<CudaPoolStats> {
-        use cudarc::driver::sys::CUmemPool_attribute as A;
-        let pool = self.mem_pool()?;
-        Ok(CudaPoolStats {
-            reserved: mem_pool_attribute(pool, A::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?,
-            reserved_peak: mem_pool_attribute(pool, A::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)?,
-            used: mem_pool_attribute(pool, A::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?,
-            used_peak: mem_pool_attribute(pool, A::CU_MEMPOOL_ATTR_USED_MEM_HIGH)?,
-        })
+    /// Bytes of the device's default pool in use by allocations (like PyTorch's
+    /// `torch.cuda.memory_allocated()`).
+    pub fn pool_used_memory(&self) -> Result<u64> {
+        use cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT;
+        mem_pool_attribute(self.mem_pool()?, CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
     }
 
-    /// Resets the peaks of [`Self::pool_stats`] to the current values.
+    /// The peak of [`Self::pool_used_memory`] since the pool was created or the last
+    /// [`Self::reset_pool_peaks`].
+    pub fn pool_max_used_memory(&self) -> Result<u64> {
+        use cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH;
+        mem_pool_attribute(self.mem_pool()?, CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+    }
+
+    /// Bytes the device's default pool holds from the driver, used or cached (like PyTorch's
+    /// `torch.cuda.memory_reserved()`).
+    pub fn pool_reserved_memory(&self) -> Result<u64> {
+        use cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+        mem_pool_attribute(self.mem_pool()?, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+    }
+
+    /// Resets the peaks of the pool's used and reserved memory to the current values.
     pub fn reset_pool_peaks(&self) -> Result<()> {
         use cudarc::driver::sys::CUmemPool_attribute as A;
         let pool = self.mem_pool()?;
