@@ -7,6 +7,7 @@
 #   bench:     gpu_bench + PyTorch bench + f64 numerics check + report/plot, shim A/B
 #   tft:       10-epoch TFT runs with the fused kernel and with the composite
 #   numerics:  only the f64 PyTorch numerics check (part of bench too)
+#   pool:      the autograd breakdown at 4096x4096 with freed memory kept and released
 #   memory:    pool memory held after backward() through 8 layer norms and its peak, fused vs
 #              composite, with both pool settings (memory-*.csv)
 #   stats:     the saved-vs-recomputed statistics experiment in .gpu/stats_experiment, if present
@@ -83,6 +84,10 @@ if has memory; then
     step "memory-$pool" 120 "$B/bench-bin-gpu_bench" --device cuda --pool "$pool" --memory 4096x4096x8 --csv "$OUT/memory-$pool.csv"
   done
   cat "$OUT"/memory-*.log
+fi
+if has pool; then # only what keeping freed memory in the pool buys (also part of bench)
+  step breakdown 120 "$B/bench-bin-gpu_bench" --device cuda --breakdown 4096x4096
+  step breakdown-release-pool 120 "$B/bench-bin-gpu_bench" --device cuda --pool release --breakdown 4096x4096
 fi
 if has stats && [ -f .gpu/stats_experiment/run.sh ]; then step stats-experiment 300 bash .gpu/stats_experiment/run.sh; fi
 if has tft; then
