@@ -153,6 +153,11 @@ pub struct Batch {
     pub ends: Vec<usize>,
 }
 
+/// First week of the validation segment when the last `val_frac` of `n` weeks are held out.
+pub fn split_index(n: usize, val_frac: f64) -> usize {
+    ((n as f64) * (1.0 - val_frac)).round() as usize
+}
+
 impl Dataset {
     /// The shipped CO2 series with the last `val_frac` of weeks held out for validation.
     pub fn co2(lookback: usize, horizon: usize, val_frac: f64) -> Result<Self> {
@@ -161,7 +166,7 @@ impl Dataset {
 
     pub fn new(series: Series, lookback: usize, horizon: usize, val_frac: f64) -> Result<Self> {
         let n = series.len();
-        let split = ((n as f64) * (1.0 - val_frac)).round() as usize;
+        let split = split_index(n, val_frac);
         if lookback < 2 || horizon == 0 || split < lookback + horizon + 1 || n - split < horizon {
             bail!("series too short: n={n}, split={split}, lookback={lookback}, horizon={horizon}");
         }

@@ -2,9 +2,11 @@
 //!
 //! `cargo run --release -p tft -- --epochs 5`
 
+mod cli;
+
 use anyhow::{bail, Result};
 use candle_core::Device;
-use clap::{Parser, ValueEnum};
+use cli::{DeviceChoice, LayerNormChoice, VAL_FRAC};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant;
 use tft::data::{Dataset, FUTURE_VARS, PAST_VARS};
@@ -12,74 +14,24 @@ use tft::norm::{self, Backend};
 use tft::train::{cosine_lr, epoch_batches, ParamTracker, Trainer};
 use tft::TftConfig;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum LayerNormChoice {
-    /// The fused kernel (when the shim is built with feature `kernel`, the default).
-    Kernel,
-    /// The differentiable composite of stock candle ops.
-    Composite,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum DeviceChoice {
-    Cpu,
-    Cuda,
-}
-
-#[derive(Debug, Parser)]
-#[command(about = "Temporal Fusion Transformer on weekly Mauna Loa CO2 (candle + fused LayerNorm)")]
-struct Args {
-    #[arg(long, default_value_t = 10)]
-    epochs: usize,
-    #[arg(long, default_value_t = 64)]
-    batch_size: usize,
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
-    /// Peak learning rate (cosine decay to a tenth of it over the run).
-    #[arg(long, default_value_t = 3e-3)]
-    lr: f64,
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
-    device: DeviceChoice,
-    #[arg(long, value_enum, default_value_t = LayerNormChoice::Kernel)]
-    layer_norm: LayerNormChoice,
-    #[arg(long, default_value_t = 32)]
-    hidden: usize,
-    #[arg(long, default_value_t = 52)]
-    lookback: usize,
-    #[arg(long, default_value_t = 12)]
-    horizon: usize,
-    /// Hide the progress bars.
-    #[arg(long)]
-    quiet: bool,
-}
-
+/// The device to train on (`cli::Args::validate` has refused CUDA in a build without it).
 fn device(choice: DeviceChoice) -> Result<Device> {
     match choice {
         DeviceChoice::Cpu => Ok(Device::Cpu),
-        DeviceChoice::Cuda => {
-            if !cfg!(feature = "cuda") {
-                bail!("--device cuda: this binary was built without CUDA; rebuild with `--features cuda`");
-            }
-            Ok(Device::new_cuda(0)?)
-        }
+        DeviceChoice::Cuda => Ok(Device::new_cuda(0)?),
     }
 }
 
 fn main() -> Result<()> {
-    let args = Args::parse();
+    let args = cli::parse();
     let t_start = Instant::now();
     let dev = device(args.device)?;
-    match args.layer_norm {
-        LayerNormChoice::Kernel => {
-            if !norm::kernel_compiled() {
-                bail!("--layer-norm kernel: the fused kernel is not compiled in (build with feature `kernel`, the default) — use --layer-norm composite");
-            }
-            norm::set_backend(Backend::Auto)
-        }
-        LayerNormChoice::Composite => norm::set_backend(Backend::Composite),
-    }
+    norm::set_backend(match args.layer_norm {
+        LayerNormChoice::Kernel => Backend::Auto,
+        LayerNormChoice::Composite => Backend::Composite,
+    });
 
-    let data = Dataset::co2(args.lookback, args.horizon, 0.2)?;
+    let data = Dataset::co2(args.lookback, args.horizon, VAL_FRAC)?;
     let s = &data.series;
     println!(
         "data: weekly Mauna Loa CO2, {} weeks ({}..{}), {} gaps interpolated; train {} weeks / {} windows, validation {} weeks / {} windows",
@@ -135,7 +87,7 @@ fn main() -> Result<()> {
     .progress_chars("=> ");
     let mut step_times = Vec::new();
     let mut last_eval = None;
-    let steps_per_epoch = data.train_ends.len().div_ceil(args.batch_size.max(1));
+    let steps_per_epoch = data.train_ends.len().div_ceil(args.batch_size);
     let total_steps = steps_per_epoch * args.epochs;
     let mut global_step = 0usize;
     for epoch in 1..=args.epochs {
@@ -226,10 +178,10 @@ fn main() -> Result<()> {
         println!("  UNCHANGED:   {n}");
     }
     println!("total wall time {:.1} s", t_start.elapsed().as_secs_f64());
-    if args.epochs > 0 && !report.ok() {
+    if !report.ok() {
         bail!("not every parameter received a gradient and changed");
     }
-    if args.epochs > 0 && !beats {
+    if !beats {
         eprintln!("warning: the TFT did not beat the naive baseline; train longer (--epochs)");
     }
     Ok(())
