@@ -7,6 +7,7 @@
 #   bench:     gpu_bench + PyTorch bench + f64 numerics check + report/plot, shim A/B
 #   tft:       10-epoch TFT runs with the fused kernel and with the composite
 #   numerics:  only the f64 PyTorch numerics check (part of bench too)
+#   profile:   the TFT step phase by phase (tft --profile), 3-epoch runs, the PyTorch twin
 #   pool:      the autograd breakdown at 4096x4096 with freed memory kept and released
 #   memory:    pool memory held after backward() through 8 layer norms and its peak, fused vs
 #              composite, with both pool settings (memory-*.csv)
@@ -88,6 +89,18 @@ fi
 if has pool; then # only what keeping freed memory in the pool buys (also part of bench)
   step breakdown 120 "$B/bench-bin-gpu_bench" --device cuda --breakdown 4096x4096
   step breakdown-release-pool 120 "$B/bench-bin-gpu_bench" --device cuda --pool release --breakdown 4096x4096
+fi
+if has profile && [ -x "$B/tft-bin-tft" ]; then
+  # Where a TFT training step goes (tft --profile), and the step beside the PyTorch twin.
+  step profile-kernel 200 "$B/tft-bin-tft" --device cuda --profile 50 --layer-norm kernel
+  step profile-composite 200 "$B/tft-bin-tft" --device cuda --profile 50 --layer-norm composite
+  step profile-kernel-event-tracking 200 env CANDLE_CUDA_EVENT_TRACKING=1 "$B/tft-bin-tft" --device cuda --profile 50 --layer-norm kernel
+  step tft-3-epochs-kernel 200 "$B/tft-bin-tft" --device cuda --epochs 3 --layer-norm kernel --quiet
+  step tft-3-epochs-composite 200 "$B/tft-bin-tft" --device cuda --epochs 3 --layer-norm composite --quiet
+  if [ -f bench/scripts/tft_torch.py ]; then
+    step tft-torch-eager 300 python3 bench/scripts/tft_torch.py --device cuda --epochs 3
+    step tft-torch-compile 400 python3 bench/scripts/tft_torch.py --device cuda --epochs 3 --compile
+  fi
 fi
 if has stats && [ -f .gpu/stats_experiment/run.sh ]; then step stats-experiment 300 bash .gpu/stats_experiment/run.sh; fi
 if has tft; then

@@ -54,6 +54,10 @@ pub struct Args {
     /// Hide the progress bars.
     #[arg(long)]
     pub quiet: bool,
+    /// Instead of training: time STEPS training steps (after 3 warm-up steps) phase by phase
+    /// (data, forward, backward, optimizer), with tensors created and host allocations.
+    #[arg(long, value_name = "STEPS")]
+    pub profile: Option<usize>,
 }
 
 /// Parses the command line; on a refusal prints one `error: ...` line and exits with status 2
@@ -76,6 +80,9 @@ impl Args {
         }
         if self.batch_size == 0 {
             bail!("--batch-size must be at least 1 (got 0)");
+        }
+        if self.profile == Some(0) {
+            bail!("--profile must be at least 1 step (got 0)");
         }
         if !(self.lr.is_finite() && self.lr > 0.0) {
             bail!(

@@ -9,6 +9,7 @@ pub mod init;
 pub mod loss;
 pub mod model;
 pub mod norm;
+pub mod profile;
 pub mod train;
 pub mod vsn;
 

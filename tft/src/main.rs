@@ -14,6 +14,10 @@ use tft::norm::{self, Backend};
 use tft::train::{cosine_lr, epoch_batches, ParamTracker, Trainer};
 use tft::TftConfig;
 
+// Counts host allocations for `--profile` (a relaxed atomic add per allocation otherwise).
+#[global_allocator]
+static ALLOC: tft::profile::CountingAlloc = tft::profile::CountingAlloc;
+
 /// The device to train on (`cli::Args::validate` has refused CUDA in a build without it).
 fn device(choice: DeviceChoice) -> Result<Device> {
     match choice {
@@ -79,6 +83,9 @@ fn main() -> Result<()> {
         args.lr,
         args.batch_size
     );
+    if let Some(steps) = args.profile {
+        return profile(&mut trainer, &data, &args, steps);
+    }
     let mut tracker = ParamTracker::new(&trainer.params)?;
 
     let style = ProgressStyle::with_template(
@@ -184,5 +191,29 @@ fn main() -> Result<()> {
     if !beats {
         eprintln!("warning: the TFT did not beat the naive baseline; train longer (--epochs)");
     }
+    Ok(())
+}
+
+/// `--profile STEPS`: 3 warm-up steps, then STEPS steps timed phase by phase.
+fn profile(trainer: &mut Trainer, data: &Dataset, args: &cli::Args, steps: usize) -> Result<()> {
+    let mut prof = tft::profile::StepProfile::default();
+    let mut warm_up = tft::profile::StepProfile::default();
+    let batches: Vec<Vec<usize>> = (1..)
+        .flat_map(|epoch| epoch_batches(&data.train_ends, args.batch_size, args.seed, epoch))
+        .filter(|b| b.len() == args.batch_size.min(data.train_ends.len()))
+        .take(steps + 3)
+        .collect();
+    for (i, ends) in batches.iter().enumerate() {
+        let p = if i < 3 { &mut warm_up } else { &mut prof };
+        let loss = p.step(trainer, data, ends)?;
+        if !loss.is_finite() {
+            bail!("non-finite loss at profiled step {i}");
+        }
+    }
+    println!(
+        "profile: {steps} steps of batch {} after 3 warm-up steps; device synchronized at each phase boundary",
+        args.batch_size
+    );
+    print!("{}", prof.report());
     Ok(())
 }

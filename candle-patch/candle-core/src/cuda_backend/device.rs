@@ -28,6 +28,16 @@ unsafe impl Send for CudaRng {}
 
 pub struct ModuleStore {
     mdls: [Option<Arc<cudarc::driver::CudaModule>>; kernels::ALL_IDS.len()],
+    funcs: [HashMap<String, CudaFunction>; kernels::ALL_IDS.len()],
+}
+
+impl ModuleStore {
+    fn new() -> Self {
+        Self {
+            mdls: [const { None }; kernels::ALL_IDS.len()],
+            funcs: std::array::from_fn(|_| HashMap::new()),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -215,19 +225,27 @@ impl CudaDevice {
     }
 
     pub fn get_or_load_func(&self, fn_name: &str, mdl: &kernels::Module) -> Result<CudaFunc> {
+        // Functions are cached: looking one up in its module (cuModuleGetFunction) on every
+        // launch costs more host time than the launch of a small kernel.
         let ms = self.modules.read().unwrap();
-        if let Some(mdl) = ms.mdls[mdl.index()].as_ref() {
-            let func = mdl.load_function(fn_name).w()?;
+        if let Some(func) = ms.funcs[mdl.index()].get(fn_name) {
             return Ok(CudaFunc {
-                func,
+                func: func.clone(),
                 stream: self.stream.clone(),
             });
         }
         drop(ms);
         let mut ms = self.modules.write().unwrap();
-        let cuda_module = self.context.load_module(mdl.ptx().into()).w()?;
-        ms.mdls[mdl.index()] = Some(cuda_module.clone());
+        let cuda_module = match &ms.mdls[mdl.index()] {
+            Some(cuda_module) => cuda_module.clone(),
+            None => {
+                let cuda_module = self.context.load_module(mdl.ptx().into()).w()?;
+                ms.mdls[mdl.index()] = Some(cuda_module.clone());
+                cuda_module
+            }
+        };
         let func = cuda_module.load_function(fn_name).w()?;
+        ms.funcs[mdl.index()].insert(fn_name.to_string(), func.clone());
         Ok(CudaFunc {
             func,
             stream: self.stream.clone(),
@@ -318,6 +336,10 @@ impl CudaDevice {
     /// is created (`CANDLE_CUDA_POOL_RETAIN=0`), see [`Self::set_pool_release_threshold`].
     pub const POOL_RETAIN_ENV: &'static str = "CANDLE_CUDA_POOL_RETAIN";
 
+    /// The environment variable that keeps cudarc's event tracking on for a device created
+    /// with `new` (`CANDLE_CUDA_EVENT_TRACKING=1`); devices from `new_with_stream` keep it.
+    pub const EVENT_TRACKING_ENV: &'static str = "CANDLE_CUDA_EVENT_TRACKING";
+
     fn mem_pool(&self) -> Result<cudarc::driver::sys::CUmemoryPool> {
         match default_mem_pool(&self.context)? {
             Some(pool) => Ok(pool),
@@ -394,9 +416,7 @@ impl CudaDevice {
         let stream = context.new_stream().w()?;
         let blas = cudarc::cublas::CudaBlas::new(stream.clone()).w()?;
         let curand = cudarc::curand::CudaRng::new(299792458, stream.clone()).w()?;
-        let module_store = ModuleStore {
-            mdls: [const { None }; kernels::ALL_IDS.len()],
-        };
+        let module_store = ModuleStore::new();
         Ok(Self {
             id: DeviceId::new(),
             context,
@@ -415,12 +435,22 @@ impl BackendDevice for CudaDevice {
     fn new(ordinal: usize) -> Result<Self> {
         let context = cudarc::driver::CudaContext::new(ordinal).w()?;
         retain_pool_memory(&context);
+        // Everything this device does runs on its one stream, in order: cudarc's per-buffer
+        // events (two created per allocation, a wait per buffer used at each drop, a record
+        // per cuBLAS operand) only order work across streams. Opt back in with
+        // CANDLE_CUDA_EVENT_TRACKING=1, e.g. to share buffers with streams of your own.
+        if !matches!(
+            std::env::var(CudaDevice::EVENT_TRACKING_ENV).as_deref(),
+            Ok("1" | "true")
+        ) {
+            // SAFETY: set before this device allocates anything; its buffers are only used on
+            // its own stream (copies to other devices go through the host, synchronously).
+            unsafe { context.disable_event_tracking() };
+        }
         let stream = context.default_stream();
         let blas = cudarc::cublas::CudaBlas::new(stream.clone()).w()?;
         let curand = cudarc::curand::CudaRng::new(299792458, stream.clone()).w()?;
-        let module_store = ModuleStore {
-            mdls: [const { None }; kernels::ALL_IDS.len()],
-        };
+        let module_store = ModuleStore::new();
         Ok(Self {
             id: DeviceId::new(),
             context,
