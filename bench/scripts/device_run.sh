@@ -95,6 +95,11 @@ if has profile && [ -x "$B/tft-bin-tft" ]; then
   step profile-kernel 200 "$B/tft-bin-tft" --device cuda --profile 50 --layer-norm kernel
   step profile-composite 200 "$B/tft-bin-tft" --device cuda --profile 50 --layer-norm composite
   step profile-kernel-event-tracking 200 env CANDLE_CUDA_EVENT_TRACKING=1 "$B/tft-bin-tft" --device cuda --profile 50 --layer-norm kernel
+  # PREV_TFT=.gpu/<name>.tar.xz (a tft binary of an earlier commit): the same profile with it.
+  if [ -n "${PREV_TFT:-}" ] && [ -f "$PREV_TFT" ]; then
+    mkdir -p /tmp/prev-tft && tar -C /tmp/prev-tft -xJf "$PREV_TFT"
+    step profile-kernel-prev 200 /tmp/prev-tft/tft-bin-tft --device cuda --profile 50 --layer-norm kernel
+  fi
   step tft-3-epochs-kernel 200 "$B/tft-bin-tft" --device cuda --epochs 3 --layer-norm kernel --quiet
   step tft-3-epochs-composite 200 "$B/tft-bin-tft" --device cuda --epochs 3 --layer-norm composite --quiet
   if [ -f bench/scripts/tft_torch.py ]; then

@@ -1,8 +1,12 @@
-//! Weekly Mauna Loa CO2 (1958-2001, shipped in `tft/data/`, see `data/PROVENANCE.md`):
-//! loading, gap filling, covariates, chronological split, train-only normalisation, windows.
+//! The datasets: weekly Mauna Loa CO2 (1958-2001, shipped in `tft/data/`, see
+//! `data/PROVENANCE.md`): loading, gap filling, covariates, chronological split, train-only
+//! normalisation; the synthetic hourly panel ([`crate::synth`]); and the windows and batches
+//! of either ([`Dataset`]).
 
+use crate::synth::{self, Panel, SynthConfig, SynthData, KNOWN_VARS, OBSERVED_VARS};
 use anyhow::{bail, Context, Result};
 use candle_core::{Device, Tensor};
+use std::io::Write;
 
 /// The shipped CSV (`date,co2`; `date` is YYYYMMDD, `co2` in ppmv, empty when missing).
 pub const CO2_CSV: &str = include_str!("../data/co2_weekly_mlo.csv");
@@ -122,22 +126,39 @@ pub struct Normaliser {
     pub year_std: f64,
 }
 
-fn mean_std(xs: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
+/// Mean and population standard deviation (at least 1e-8).
+pub(crate) fn mean_std(xs: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
     let n = xs.clone().count() as f64;
     let m = xs.clone().sum::<f64>() / n;
     let v = xs.map(|x| (x - m) * (x - m)).sum::<f64>() / n;
     (m, v.sqrt().max(1e-8))
 }
 
+/// The CO2 series with its split and train-only normalisation.
 #[derive(Debug, Clone)]
-pub struct Dataset {
+pub struct Co2 {
     pub series: Series,
     pub norm: Normaliser,
-    pub lookback: usize,
-    pub horizon: usize,
     /// First index of the validation segment.
     pub split: usize,
-    /// Window "ends" (index of the last observed week) for training / validation.
+}
+
+/// Where the windows come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// Weekly Mauna Loa CO2; a window end is a week index.
+    Co2(Co2),
+    /// The hourly synthetic panel; a window end is the flat index `series * hours + hour`.
+    Synthetic(SynthData),
+}
+
+/// Windows over a [`Source`]: which ends train and validate, and their batches.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    pub source: Source,
+    pub lookback: usize,
+    pub horizon: usize,
+    /// Window "ends" (index of the last observed step) for training / validation.
     pub train_ends: Vec<usize>,
     pub val_ends: Vec<usize>,
 }
@@ -148,7 +169,8 @@ pub struct Batch {
     pub static_x: Tensor,
     pub past: Tensor,
     pub future: Tensor,
-    /// Normalised target `(y[e+h] - y[e]) / rel_scale`, `[b, horizon]`.
+    /// Normalised target, `[b, horizon]` (CO2: `(y[e+h] - y[e]) / rel_scale`; synthetic: the
+    /// series' z-score).
     pub target: Tensor,
     pub ends: Vec<usize>,
 }
@@ -158,18 +180,44 @@ pub fn split_index(n: usize, val_frac: f64) -> usize {
     ((n as f64) * (1.0 - val_frac)).round() as usize
 }
 
+/// The window rule shared by both sources (and `cli::Args::validate`): a series of `n` steps
+/// split at `split` needs `horizon` held-out steps and two training windows.
+fn check_fits(n: usize, split: usize, lookback: usize, horizon: usize) -> Result<()> {
+    if lookback < 2 || horizon == 0 || split < lookback + horizon + 1 || n - split < horizon {
+        bail!("series too short: n={n}, split={split}, lookback={lookback}, horizon={horizon}");
+    }
+    Ok(())
+}
+
 impl Dataset {
     /// The shipped CO2 series with the last `val_frac` of weeks held out for validation.
     pub fn co2(lookback: usize, horizon: usize, val_frac: f64) -> Result<Self> {
         Self::new(Series::parse(CO2_CSV)?, lookback, horizon, val_frac)
     }
 
+    /// The synthetic panel of `cfg`; the last `val_frac` of every series' hours validate.
+    pub fn synthetic(
+        cfg: &SynthConfig,
+        lookback: usize,
+        horizon: usize,
+        val_frac: f64,
+    ) -> Result<Self> {
+        let data = SynthData::new(Panel::generate(cfg)?, val_frac);
+        check_fits(cfg.hours, data.split, lookback, horizon)?;
+        let (train_ends, val_ends) = data.window_ends(lookback, horizon);
+        Ok(Self {
+            source: Source::Synthetic(data),
+            lookback,
+            horizon,
+            train_ends,
+            val_ends,
+        })
+    }
+
     pub fn new(series: Series, lookback: usize, horizon: usize, val_frac: f64) -> Result<Self> {
         let n = series.len();
         let split = split_index(n, val_frac);
-        if lookback < 2 || horizon == 0 || split < lookback + horizon + 1 || n - split < horizon {
-            bail!("series too short: n={n}, split={split}, lookback={lookback}, horizon={horizon}");
-        }
+        check_fits(n, split, lookback, horizon)?;
         let y = &series.values;
         let tr = &y[..split];
         let (level_mean, level_std) = mean_std(tr.iter().copied());
@@ -189,87 +237,247 @@ impl Dataset {
         let train_ends: Vec<usize> = (lookback - 1..split - horizon).collect();
         let val_ends: Vec<usize> = (split - 1..n - horizon).collect();
         Ok(Self {
-            norm: Normaliser {
-                level_mean,
-                level_std,
-                rel_scale,
-                diff_scale,
-                year_mean,
-                year_std,
-            },
-            series,
+            source: Source::Co2(Co2 {
+                norm: Normaliser {
+                    level_mean,
+                    level_std,
+                    rel_scale,
+                    diff_scale,
+                    year_mean,
+                    year_std,
+                },
+                series,
+                split,
+            }),
             lookback,
             horizon,
-            split,
             train_ends,
             val_ends,
         })
     }
 
-    fn week_features(&self, i: usize) -> [f64; 3] {
-        let s = &self.series;
+    /// Static real inputs per window.
+    pub fn n_static(&self) -> usize {
+        match &self.source {
+            Source::Co2(_) => STATIC_VARS.len(),
+            Source::Synthetic(d) => d.n_static(),
+        }
+    }
+
+    /// Past (observed) inputs per step, target included.
+    pub fn n_past(&self) -> usize {
+        match &self.source {
+            Source::Co2(_) => PAST_VARS.len(),
+            Source::Synthetic(_) => OBSERVED_VARS.len() + KNOWN_VARS.len(),
+        }
+    }
+
+    /// Known future inputs per step.
+    pub fn n_future(&self) -> usize {
+        match &self.source {
+            Source::Co2(_) => FUTURE_VARS.len(),
+            Source::Synthetic(_) => KNOWN_VARS.len(),
+        }
+    }
+
+    /// Steps per seasonal cycle (the seasonal-naive period): 52 weeks, or 168 hours.
+    pub fn season(&self) -> usize {
+        match &self.source {
+            Source::Co2(_) => SEASON,
+            Source::Synthetic(_) => synth::SEASON,
+        }
+    }
+
+    /// Unit of the target (and of every MAE).
+    pub fn unit(&self) -> &'static str {
+        match &self.source {
+            Source::Co2(_) => "ppm",
+            Source::Synthetic(_) => "units",
+        }
+    }
+
+    /// Target value at a (flat) index, in its units.
+    pub fn value(&self, i: usize) -> f64 {
+        match &self.source {
+            Source::Co2(c) => c.series.values[i],
+            Source::Synthetic(d) => d.panel.target[i],
+        }
+    }
+
+    /// False where the value was interpolated (excluded from MAEs).
+    pub fn observed(&self, i: usize) -> bool {
+        match &self.source {
+            Source::Co2(c) => c.series.observed[i],
+            Source::Synthetic(_) => true,
+        }
+    }
+
+    /// One line on the data: what, how long, the split and the window counts.
+    pub fn describe(&self) -> String {
+        let (nt, nv) = (self.train_ends.len(), self.val_ends.len());
+        match &self.source {
+            Source::Co2(c) => {
+                let s = &c.series;
+                format!(
+                    "weekly Mauna Loa CO2, {} weeks ({}..{}), {} gaps interpolated; train {} weeks / {nt} windows, validation {} weeks / {nv} windows",
+                    s.len(),
+                    s.dates[0],
+                    s.dates[s.len() - 1],
+                    s.observed.iter().filter(|o| !**o).count(),
+                    c.split,
+                    s.len() - c.split,
+                )
+            }
+            Source::Synthetic(d) => {
+                let p = &d.panel.cfg;
+                format!(
+                    "synthetic hourly panel (seed {}), {} series x {} hours, {} categories; train {} hours / {nt} windows (every {} h), validation {} hours / {nv} windows (every {} h)",
+                    p.seed,
+                    p.n_series,
+                    p.hours,
+                    p.categories,
+                    d.split,
+                    p.train_stride,
+                    p.hours - d.split,
+                    p.val_stride,
+                )
+            }
+        }
+    }
+
+    /// Sum of |x| over the static, past, future and target tensors of the batch of every k-th
+    /// training and every k-th validation window (k = count / 128): a cheap check that another
+    /// implementation (the PyTorch twin) built the same windows.
+    pub fn fingerprint(&self) -> Result<f64> {
+        let mut total = 0.0;
+        for ends in [&self.train_ends, &self.val_ends] {
+            let k = (ends.len() / 128).max(1);
+            let sample: Vec<usize> = ends.iter().step_by(k).copied().collect();
+            let b = self.batch(&sample, &Device::Cpu)?;
+            for t in [&b.static_x, &b.past, &b.future, &b.target] {
+                let v = t.flatten_all()?.to_vec1::<f32>()?;
+                total += v.iter().map(|x| x.abs() as f64).sum::<f64>();
+            }
+        }
+        Ok(total)
+    }
+
+    /// The synthetic panel as CSV (see [`Panel::write_csv`]); CO2 is refused.
+    pub fn write_panel_csv(&self, path: &std::path::Path) -> Result<usize> {
+        let Source::Synthetic(d) = &self.source else {
+            bail!("only the synthetic panel can be written (--dataset synthetic)");
+        };
+        let f =
+            std::fs::File::create(path).with_context(|| format!("create {}", path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        let rows = d.panel.write_csv(&mut w)?;
+        w.flush()?;
+        Ok(rows)
+    }
+
+    fn week_features(c: &Co2, i: usize) -> [f64; 3] {
+        let s = &c.series;
         let phase = 2.0 * std::f64::consts::PI * s.year[i].fract();
         [
             phase.sin(),
             phase.cos(),
-            (s.year[i] - self.norm.year_mean) / self.norm.year_std,
+            (s.year[i] - c.norm.year_mean) / c.norm.year_std,
         ]
+    }
+
+    /// Appends one CO2 window (see [`SynthData::write_window`] for the synthetic one).
+    fn write_co2_window(
+        c: &Co2,
+        e: usize,
+        (l, h): (usize, usize),
+        st: &mut Vec<f32>,
+        past: &mut Vec<f32>,
+        fut: &mut Vec<f32>,
+        tgt: &mut Vec<f32>,
+    ) {
+        let y = &c.series.values;
+        let nm = &c.norm;
+        let last = y[e];
+        st.push(((last - nm.level_mean) / nm.level_std) as f32);
+        for i in e + 1 - l..=e {
+            let diff = if i > 0 { y[i] - y[i - 1] } else { 0.0 };
+            let [s, cs, t] = Self::week_features(c, i);
+            past.extend_from_slice(&[
+                ((y[i] - last) / nm.rel_scale) as f32,
+                (diff / nm.diff_scale) as f32,
+                s as f32,
+                cs as f32,
+                t as f32,
+            ]);
+        }
+        for (i, &yi) in y.iter().enumerate().take(e + h + 1).skip(e + 1) {
+            let [s, cs, t] = Self::week_features(c, i);
+            fut.extend_from_slice(&[s as f32, cs as f32, t as f32]);
+            tgt.push(((yi - last) / nm.rel_scale) as f32);
+        }
+    }
+
+    /// Is `e` the end of a whole window (lookback and horizon inside one series)?
+    fn window_in_range(&self, e: usize) -> bool {
+        let (l, h) = (self.lookback, self.horizon);
+        let (t, n) = match &self.source {
+            Source::Co2(c) => (e, c.series.len()),
+            Source::Synthetic(d) => {
+                let c = &d.panel.cfg;
+                if e >= c.n_series * c.hours {
+                    return false;
+                }
+                (e % c.hours, c.hours)
+            }
+        };
+        t + 1 >= l && t + h < n
     }
 
     pub fn batch(&self, ends: &[usize], device: &Device) -> Result<Batch> {
         let (l, h) = (self.lookback, self.horizon);
-        let y = &self.series.values;
-        let nm = &self.norm;
         let b = ends.len();
-        let mut st = Vec::with_capacity(b);
-        let mut past = Vec::with_capacity(b * l * PAST_VARS.len());
-        let mut fut = Vec::with_capacity(b * h * FUTURE_VARS.len());
+        let (ns, np, nf) = (self.n_static(), self.n_past(), self.n_future());
+        let mut st = Vec::with_capacity(b * ns);
+        let mut past = Vec::with_capacity(b * l * np);
+        let mut fut = Vec::with_capacity(b * h * nf);
         let mut tgt = Vec::with_capacity(b * h);
         for &e in ends {
-            if e + 1 < l || e + h >= y.len() {
+            if !self.window_in_range(e) {
                 bail!("window end {e} out of range");
             }
-            let last = y[e];
-            st.push(((last - nm.level_mean) / nm.level_std) as f32);
-            for i in e + 1 - l..=e {
-                let diff = if i > 0 { y[i] - y[i - 1] } else { 0.0 };
-                let [s, c, t] = self.week_features(i);
-                past.extend_from_slice(&[
-                    ((y[i] - last) / nm.rel_scale) as f32,
-                    (diff / nm.diff_scale) as f32,
-                    s as f32,
-                    c as f32,
-                    t as f32,
-                ]);
-            }
-            for (i, &yi) in y.iter().enumerate().take(e + h + 1).skip(e + 1) {
-                let [s, c, t] = self.week_features(i);
-                fut.extend_from_slice(&[s as f32, c as f32, t as f32]);
-                tgt.push(((yi - last) / nm.rel_scale) as f32);
+            let bufs = (&mut st, &mut past, &mut fut, &mut tgt);
+            match &self.source {
+                Source::Co2(c) => {
+                    Self::write_co2_window(c, e, (l, h), bufs.0, bufs.1, bufs.2, bufs.3)
+                }
+                Source::Synthetic(d) => d.write_window(e, (l, h), bufs.0, bufs.1, bufs.2, bufs.3),
             }
         }
         Ok(Batch {
-            static_x: Tensor::from_vec(st, (b, STATIC_VARS.len()), device)?,
-            past: Tensor::from_vec(past, (b, l, PAST_VARS.len()), device)?,
-            future: Tensor::from_vec(fut, (b, h, FUTURE_VARS.len()), device)?,
+            static_x: Tensor::from_vec(st, (b, ns), device)?,
+            past: Tensor::from_vec(past, (b, l, np), device)?,
+            future: Tensor::from_vec(fut, (b, h, nf), device)?,
             target: Tensor::from_vec(tgt, (b, h), device)?,
             ends: ends.to_vec(),
         })
     }
 
-    /// Back to ppmv: `y[e] + pred * rel_scale`.
+    /// Back to the target's units: CO2 `y[e] + pred * rel_scale`, synthetic `mean + pred * std`.
     pub fn denormalise(&self, end: usize, pred: f32) -> f64 {
-        self.series.values[end] + pred as f64 * self.norm.rel_scale
+        match &self.source {
+            Source::Co2(c) => c.series.values[end] + pred as f64 * c.norm.rel_scale,
+            Source::Synthetic(d) => d.denormalise(end, pred),
+        }
     }
 
-    /// Mean absolute error (ppmv) of a point forecast over the observed target weeks of `ends`.
-    /// `forecast(end, h)` gives the prediction for week `end + h` (h = 1..=horizon).
+    /// Mean absolute error (target units) of a point forecast over the observed target steps
+    /// of `ends`. `forecast(end, h)` gives the prediction for step `end + h` (h = 1..=horizon).
     pub fn mae(&self, ends: &[usize], mut forecast: impl FnMut(usize, usize) -> f64) -> f64 {
         let (mut sum, mut n) = (0.0, 0usize);
         for &e in ends {
             for h in 1..=self.horizon {
-                if self.series.observed[e + h] {
-                    sum += (forecast(e, h) - self.series.values[e + h]).abs();
+                if self.observed(e + h) {
+                    sum += (forecast(e, h) - self.value(e + h)).abs();
                     n += 1;
                 }
             }
@@ -277,19 +485,22 @@ impl Dataset {
         sum / n.max(1) as f64
     }
 
-    /// Persistence: the last observed week, repeated.
+    /// Persistence: the last observed step, repeated.
     pub fn persistence_mae(&self, ends: &[usize]) -> f64 {
-        self.mae(ends, |e, _| self.series.values[e])
+        self.mae(ends, |e, _| self.value(e))
     }
 
-    /// Seasonal naive: the same week one year (52 weeks) earlier.
+    /// Seasonal naive: the same step one season ([`Dataset::season`]) earlier.
     pub fn seasonal_naive_mae(&self, ends: &[usize]) -> f64 {
-        self.mae(ends, |e, h| self.series.values[e + h - SEASON])
+        let s = self.season();
+        self.mae(ends, |e, h| self.value(e + h - s))
     }
 
-    /// Seasonal naive plus the last year's change: `y[e+h-52] + (y[e] - y[e-52])`.
+    /// Seasonal naive plus the last season's change: `y[e+h-S] + (y[e] - y[e-S])`.
     pub fn seasonal_drift_mae(&self, ends: &[usize]) -> f64 {
-        let y = &self.series.values;
-        self.mae(ends, |e, h| y[e + h - SEASON] + (y[e] - y[e - SEASON]))
+        let s = self.season();
+        self.mae(ends, |e, h| {
+            self.value(e + h - s) + (self.value(e) - self.value(e - s))
+        })
     }
 }

@@ -1,6 +1,6 @@
 //! A compact Temporal Fusion Transformer (Lim et al., 2021) on candle, trained on weekly
-//! Mauna Loa CO2. Every LayerNorm goes through `candle-layer-norm-compat` (fused kernel or
-//! differentiable composite, see [`norm`]).
+//! Mauna Loa CO2 or on a synthetic hourly multi-series panel ([`synth`]). Every LayerNorm goes
+//! through `candle-layer-norm-compat` (fused kernel or differentiable composite, see [`norm`]).
 
 pub mod attention;
 pub mod data;
@@ -10,6 +10,7 @@ pub mod loss;
 pub mod model;
 pub mod norm;
 pub mod profile;
+pub mod synth;
 pub mod train;
 pub mod vsn;
 

@@ -1,4 +1,5 @@
-//! Train the TFT on weekly Mauna Loa CO2 and check that every parameter learns.
+//! Train the TFT on weekly Mauna Loa CO2 (or the synthetic panel, `--dataset synthetic`) and
+//! check that every parameter learns.
 //!
 //! `cargo run --release -p tft -- --epochs 5`
 
@@ -6,10 +7,10 @@ mod cli;
 
 use anyhow::{bail, Result};
 use candle_core::Device;
-use cli::{DeviceChoice, LayerNormChoice, VAL_FRAC};
+use cli::{DeviceChoice, LayerNormChoice};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant;
-use tft::data::{Dataset, FUTURE_VARS, PAST_VARS};
+use tft::data::Dataset;
 use tft::norm::{self, Backend};
 use tft::train::{cosine_lr, epoch_batches, ParamTracker, Trainer};
 use tft::TftConfig;
@@ -35,25 +36,31 @@ fn main() -> Result<()> {
         LayerNormChoice::Composite => Backend::Composite,
     });
 
-    let data = Dataset::co2(args.lookback, args.horizon, VAL_FRAC)?;
-    let s = &data.series;
-    println!(
-        "data: weekly Mauna Loa CO2, {} weeks ({}..{}), {} gaps interpolated; train {} weeks / {} windows, validation {} weeks / {} windows",
-        s.len(),
-        s.dates[0],
-        s.dates[s.len() - 1],
-        s.observed.iter().filter(|o| !**o).count(),
-        data.split,
-        data.train_ends.len(),
-        s.len() - data.split,
-        data.val_ends.len()
-    );
+    let data = args.dataset()?;
+    if let Some(path) = &args.dump_data {
+        let rows = data.write_panel_csv(path)?;
+        println!(
+            "wrote the synthetic panel ({rows} rows) to {}",
+            path.display()
+        );
+        println!(
+            "data fingerprint: {:.4} (lookback {}, horizon {}; the twin's --expect-fingerprint)",
+            data.fingerprint()?,
+            args.lookback,
+            args.horizon
+        );
+        return Ok(());
+    }
+    println!("data: {}", data.describe());
+    println!("data fingerprint: {:.4}", data.fingerprint()?);
     let cfg = TftConfig {
         hidden: args.hidden,
+        n_heads: args.heads,
         lookback: args.lookback,
         horizon: args.horizon,
-        n_past: PAST_VARS.len(),
-        n_future: FUTURE_VARS.len(),
+        n_static: data.n_static(),
+        n_past: data.n_past(),
+        n_future: data.n_future(),
         ..TftConfig::default()
     };
     let mut trainer = Trainer::new(cfg.clone(), args.seed, args.lr, &dev)?;
@@ -127,10 +134,11 @@ fn main() -> Result<()> {
         let epoch_ms = t_epoch.elapsed().as_secs_f64() * 1e3;
         let val = trainer.evaluate(&data, &data.val_ends, 256)?;
         println!(
-            "epoch {epoch:>3}: train loss {:.4}  val loss {:.4}  val MAE(p50) {:.3} ppm  {:.1} ms/step",
+            "epoch {epoch:>3}: train loss {:.4}  val loss {:.4}  val MAE(p50) {:.3} {}  {:.1} ms/step",
             loss_sum / n as f64,
             val.loss,
             val.mae,
+            data.unit(),
             epoch_ms / batches.len() as f64
         );
         last_eval = Some(val);
@@ -141,21 +149,26 @@ fn main() -> Result<()> {
     let drift = data.seasonal_drift_mae(&data.val_ends);
     let best_naive = persistence.min(seasonal).min(drift);
     println!(
-        "validation MAE over {} weeks x {} horizons (ppm):",
+        "validation MAE over {} windows x {} horizons ({}):",
         data.val_ends.len(),
-        args.horizon
+        args.horizon,
+        data.unit()
     );
     println!("  persistence             {persistence:.3}");
-    println!("  seasonal naive          {seasonal:.3}");
+    println!(
+        "  seasonal naive          {seasonal:.3}  (period {})",
+        data.season()
+    );
     println!("  seasonal naive + drift  {drift:.3}");
     let beats = match last_eval {
         Some(v) => {
             println!("  TFT median (p50)        {:.3}", v.mae);
             let beats = v.mae < best_naive;
             println!(
-                "  TFT {} the best naive baseline ({:.3} ppm, {:+.1}%)",
+                "  TFT {} the best naive baseline ({:.3} {}, {:+.1}%)",
                 if beats { "BEATS" } else { "does NOT beat" },
                 best_naive,
+                data.unit(),
                 100.0 * (v.mae - best_naive) / best_naive
             );
             beats

@@ -189,6 +189,39 @@ fn refuses_window_longer_than_training() {
     );
 }
 
+#[test]
+fn refuses_zero_heads() {
+    assert_refused(&[("--heads", "0")], "--heads must be at least 1 (got 0)");
+}
+
+#[test]
+fn refuses_hidden_not_divisible_by_explicit_heads() {
+    assert_refused(
+        &[("--heads", "3")],
+        "--hidden must be a positive multiple of 3 (the attention heads), e.g. --hidden 24 (got 8)",
+    );
+}
+
+#[test]
+fn refuses_dump_data_without_the_synthetic_dataset() {
+    assert_refused(
+        &[("--dump-data", "/nonexistent/panel.csv")],
+        "--dump-data writes the synthetic panel: add --dataset synthetic",
+    );
+}
+
+#[test]
+fn refuses_synthetic_windows_longer_than_the_series() {
+    assert_refused(
+        &[("--dataset", "synthetic"), ("--horizon", "5000")],
+        "--horizon must be at most 538, the hours held out for validation (got 5000)",
+    );
+    assert_refused(
+        &[("--dataset", "synthetic"), ("--lookback", "2148")],
+        "--lookback + --horizon must be at most 2149, the training hours less one",
+    );
+}
+
 #[cfg(not(feature = "cuda"))]
 #[test]
 fn refuses_cuda_without_the_feature() {
@@ -219,4 +252,20 @@ fn trains_one_tiny_epoch() {
     );
     assert!(stdout.contains("epoch   1: train loss"), "stdout: {stdout}");
     assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+}
+
+#[test]
+fn trains_one_tiny_synthetic_epoch() {
+    let (out, took) = run(&[("--dataset", "synthetic")]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ctx = format!(
+        "{took:.1?}, {}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
+        out.status
+    );
+    assert!(out.status.success(), "{ctx}");
+    assert!(stdout.contains("data: synthetic hourly panel"), "{ctx}");
+    assert!(stdout.contains("epoch   1: train loss"), "{ctx}");
+    assert!(stdout.contains("seasonal naive"), "{ctx}");
+    assert!(stdout.contains("(period 168)"), "{ctx}");
 }
