@@ -15,12 +15,13 @@ pub enum Id {
     Optim,
     Quantized,
     Reduce,
+    Rnn,
     Sort,
     Ternary,
     Unary,
 }
 
-pub const ALL_IDS: [Id; 13] = [
+pub const ALL_IDS: [Id; 14] = [
     Id::Affine,
     Id::Binary,
     Id::Cast,
@@ -31,6 +32,7 @@ pub const ALL_IDS: [Id; 13] = [
     Id::Optim,
     Id::Quantized,
     Id::Reduce,
+    Id::Rnn,
     Id::Sort,
     Id::Ternary,
     Id::Unary,
@@ -81,6 +83,7 @@ mdl!(LAYER_NORM, LayerNorm);
 mdl!(OPTIM, Optim);
 mdl!(QUANTIZED, Quantized);
 mdl!(REDUCE, Reduce);
+mdl!(RNN, Rnn);
 mdl!(SORT, Sort);
 mdl!(TERNARY, Ternary);
 mdl!(UNARY, Unary);

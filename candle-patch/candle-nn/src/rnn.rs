@@ -218,23 +218,297 @@ impl RNN for LSTM {
             None => w_hh,
             Some(b_hh) => w_hh.broadcast_add(b_hh)?,
         };
-        let chunks = (&w_ih + &w_hh)?.chunk(4, 1)?;
-        let in_gate = crate::ops::sigmoid(&chunks[0])?;
-        let forget_gate = crate::ops::sigmoid(&chunks[1])?;
-        let cell_gate = chunks[2].tanh()?;
-        let out_gate = crate::ops::sigmoid(&chunks[3])?;
-
-        let next_c = ((forget_gate * &in_state.c)? + (in_gate * cell_gate)?)?;
-        let next_h = (out_gate * next_c.tanh()?)?;
-        Ok(LSTMState {
-            c: next_c,
-            h: next_h,
-        })
+        let (h, c) = lstm_cell(&(&w_ih + &w_hh)?, &in_state.c)?;
+        Ok(LSTMState { c, h })
     }
 
     fn states_to_tensor(&self, states: &[Self::State]) -> Result<Tensor> {
         let states = states.iter().map(|s| s.h.clone()).collect::<Vec<_>>();
         Tensor::stack(&states, 1)
+    }
+}
+
+/// The LSTM cell as one op: `(gates [b, 4h], c_prev [b, h]) -> [2, b, h]`, the new h then the
+/// new c, with `gates` the pre-activations of the input, forget, cell and output gates.
+/// Differentiable: one fused op forward and one backward on cpu and cuda for f32 and f64,
+/// tensor ops otherwise. [`LSTM::step`] uses it.
+pub fn lstm_cell(gates: &Tensor, c_prev: &Tensor) -> Result<(Tensor, Tensor)> {
+    let (b, h) = c_prev.dims2()?;
+    if gates.dims() != [b, 4 * h] || gates.dtype() != c_prev.dtype() {
+        candle::bail!(
+            "lstm cell: gates {:?} {:?} for a cell state {:?} {:?}",
+            gates.shape(),
+            gates.dtype(),
+            c_prev.shape(),
+            c_prev.dtype()
+        )
+    }
+    if !lstm_cell_fused(gates.device(), gates.dtype()) {
+        let chunks = gates.chunk(4, 1)?;
+        let in_gate = crate::ops::sigmoid(&chunks[0])?;
+        let forget_gate = crate::ops::sigmoid(&chunks[1])?;
+        let cell_gate = chunks[2].tanh()?;
+        let out_gate = crate::ops::sigmoid(&chunks[3])?;
+        let next_c = ((forget_gate * c_prev)? + (in_gate * cell_gate)?)?;
+        let next_h = (out_gate * next_c.tanh()?)?;
+        return Ok((next_h, next_c));
+    }
+    let out = gates
+        .contiguous()?
+        .apply_op2(&c_prev.contiguous()?, LstmCell)?;
+    Ok((out.get(0)?, out.get(1)?))
+}
+
+/// Whether [`lstm_cell`] has fused kernels for tensors of this device and dtype.
+fn lstm_cell_fused(device: &Device, dtype: DType) -> bool {
+    (device.is_cpu() || device.is_cuda()) && matches!(dtype, DType::F32 | DType::F64)
+}
+
+struct LstmCell;
+
+/// The backward of [`LstmCell`]: `(gates, c_prev, grad [2, b, h])` to the gradient of `gates`
+/// followed by that of `c_prev`, flat.
+struct LstmCellBwd;
+
+fn sigmoid_f<T: num_traits::Float>(x: T) -> T {
+    T::one() / (T::one() + (-x).exp())
+}
+
+fn lstm_cell_fwd_cpu<T: num_traits::Float>(gates: &[T], c_prev: &[T], h: usize) -> Vec<T> {
+    let n = c_prev.len();
+    let mut out = vec![T::zero(); 2 * n];
+    let (out_h, out_c) = out.split_at_mut(n);
+    for (row, g) in gates.chunks_exact(4 * h).enumerate() {
+        for j in 0..h {
+            let idx = row * h + j;
+            let (i, f) = (sigmoid_f(g[j]), sigmoid_f(g[h + j]));
+            let (gg, o) = (g[2 * h + j].tanh(), sigmoid_f(g[3 * h + j]));
+            let c = f * c_prev[idx] + i * gg;
+            out_h[idx] = o * c.tanh();
+            out_c[idx] = c;
+        }
+    }
+    out
+}
+
+fn lstm_cell_bwd_cpu<T: num_traits::Float>(
+    gates: &[T],
+    c_prev: &[T],
+    grad: &[T],
+    h: usize,
+) -> Vec<T> {
+    let n = c_prev.len();
+    let one = T::one();
+    let mut out = vec![T::zero(); 5 * n];
+    let (d_gates, d_c_prev) = out.split_at_mut(4 * n);
+    for (row, (g, dg)) in gates
+        .chunks_exact(4 * h)
+        .zip(d_gates.chunks_exact_mut(4 * h))
+        .enumerate()
+    {
+        for j in 0..h {
+            let idx = row * h + j;
+            let (i, f) = (sigmoid_f(g[j]), sigmoid_f(g[h + j]));
+            let (gg, o) = (g[2 * h + j].tanh(), sigmoid_f(g[3 * h + j]));
+            let cp = c_prev[idx];
+            let tc = (f * cp + i * gg).tanh();
+            let dh = grad[idx];
+            let dc = grad[n + idx] + dh * o * (one - tc * tc);
+            dg[j] = dc * gg * i * (one - i);
+            dg[h + j] = dc * cp * f * (one - f);
+            dg[2 * h + j] = dc * i * (one - gg * gg);
+            dg[3 * h + j] = dh * tc * o * (one - o);
+            d_c_prev[idx] = dc * f;
+        }
+    }
+    out
+}
+
+/// The contiguous slice of a cpu storage of type `T`.
+fn lstm_slice<'a, T: candle::WithDType>(
+    s: &'a candle::CpuStorage,
+    l: &candle::Layout,
+) -> Result<&'a [T]> {
+    match l.contiguous_offsets() {
+        Some((start, end)) => Ok(&s.as_slice::<T>()?[start..end]),
+        None => candle::bail!("lstm cell: non-contiguous input"),
+    }
+}
+
+/// Launches `{name}_{dtype}` with the contiguous inputs `args` and a new output of `out_len`
+/// elements, over `n` = b * h threads.
+#[cfg(feature = "cuda")]
+fn lstm_cell_cuda(
+    name: &str,
+    args: &[(&candle::CudaStorage, &candle::Layout)],
+    out_len: usize,
+    (b, h): (usize, usize),
+) -> Result<candle::CudaStorage> {
+    use candle::backend::BackendStorage;
+    use candle::cuda_backend::cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
+    use candle::cuda_backend::{kernel_name, kernels, CudaDType, WrapErr};
+    fn launch<T: CudaDType + DeviceRepr + candle::WithDType>(
+        name: &str,
+        args: &[(&candle::CudaStorage, &candle::Layout)],
+        out_len: usize,
+        (b, h): (usize, usize),
+    ) -> Result<candle::CudaStorage> {
+        let dev = args[0].0.device().clone();
+        let func = dev.get_or_load_func(&kernel_name::<T>(name), &kernels::RNN)?;
+        let views = args
+            .iter()
+            .map(|(s, l)| match l.contiguous_offsets() {
+                Some((start, end)) => Ok(s.as_cuda_slice::<T>()?.slice(start..end)),
+                None => candle::bail!("lstm cell: non-contiguous input"),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // SAFETY: every element is written by the kernel.
+        let out = unsafe { dev.alloc::<T>(out_len)? };
+        let blocks = (b * h).div_ceil(256).clamp(1, 65535 * 8) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut builder = func.builder();
+        for v in views.iter() {
+            builder.arg(v);
+        }
+        builder.arg(&out);
+        builder.arg(&b);
+        builder.arg(&h);
+        // SAFETY: ffi; the sizes were checked by the caller.
+        unsafe { builder.launch(cfg) }.w()?;
+        Ok(candle::CudaStorage::wrap_cuda_slice(out, dev))
+    }
+    match args[0].0.dtype() {
+        DType::F32 => launch::<f32>(name, args, out_len, (b, h)),
+        DType::F64 => launch::<f64>(name, args, out_len, (b, h)),
+        dt => candle::bail!("lstm cell: no fused kernel for {dt:?}"),
+    }
+}
+
+/// `(b, h)` from the layouts of `gates` [b, 4h] and `c_prev` [b, h].
+fn lstm_cell_dims(gates: &candle::Layout, c_prev: &candle::Layout) -> Result<(usize, usize)> {
+    match (gates.dims(), c_prev.dims()) {
+        (&[b1, h4], &[b, h]) if b1 == b && h4 == 4 * h => Ok((b, h)),
+        (g, c) => candle::bail!("lstm cell: gates {g:?} for a cell state {c:?}"),
+    }
+}
+
+impl candle::CustomOp2 for LstmCell {
+    fn name(&self) -> &'static str {
+        "lstm-cell"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &candle::CpuStorage,
+        l1: &candle::Layout,
+        s2: &candle::CpuStorage,
+        l2: &candle::Layout,
+    ) -> Result<(candle::CpuStorage, candle::Shape)> {
+        use candle::backend::BackendStorage;
+        let (b, h) = lstm_cell_dims(l1, l2)?;
+        let out = match s1.dtype() {
+            DType::F32 => candle::CpuStorage::F32(lstm_cell_fwd_cpu(
+                lstm_slice::<f32>(s1, l1)?,
+                lstm_slice::<f32>(s2, l2)?,
+                h,
+            )),
+            DType::F64 => candle::CpuStorage::F64(lstm_cell_fwd_cpu(
+                lstm_slice::<f64>(s1, l1)?,
+                lstm_slice::<f64>(s2, l2)?,
+                h,
+            )),
+            dt => candle::bail!("lstm cell: no fused kernel for {dt:?}"),
+        };
+        Ok((out, (2, b, h).into()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle::CudaStorage,
+        l1: &candle::Layout,
+        s2: &candle::CudaStorage,
+        l2: &candle::Layout,
+    ) -> Result<(candle::CudaStorage, candle::Shape)> {
+        let (b, h) = lstm_cell_dims(l1, l2)?;
+        let out = lstm_cell_cuda("lstm_cell_fwd", &[(s1, l1), (s2, l2)], 2 * b * h, (b, h))?;
+        Ok((out, (2, b, h).into()))
+    }
+
+    fn bwd(
+        &self,
+        gates: &Tensor,
+        c_prev: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let (b, h) = c_prev.dims2()?;
+        let n = b * h;
+        let packed = gates.apply_op3_no_bwd(c_prev, &grad.contiguous()?, &LstmCellBwd)?;
+        let d_gates = packed.narrow(0, 0, 4 * n)?.reshape((b, 4 * h))?;
+        let d_c_prev = packed.narrow(0, 4 * n, n)?.reshape((b, h))?;
+        Ok((Some(d_gates), Some(d_c_prev)))
+    }
+}
+
+impl candle::CustomOp3 for LstmCellBwd {
+    fn name(&self) -> &'static str {
+        "lstm-cell-bwd"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &candle::CpuStorage,
+        l1: &candle::Layout,
+        s2: &candle::CpuStorage,
+        l2: &candle::Layout,
+        s3: &candle::CpuStorage,
+        l3: &candle::Layout,
+    ) -> Result<(candle::CpuStorage, candle::Shape)> {
+        use candle::backend::BackendStorage;
+        let (b, h) = lstm_cell_dims(l1, l2)?;
+        if l3.dims() != [2, b, h] {
+            candle::bail!("lstm cell: gradient {:?} for [2, {b}, {h}]", l3.dims())
+        }
+        let out = match s1.dtype() {
+            DType::F32 => candle::CpuStorage::F32(lstm_cell_bwd_cpu(
+                lstm_slice::<f32>(s1, l1)?,
+                lstm_slice::<f32>(s2, l2)?,
+                lstm_slice::<f32>(s3, l3)?,
+                h,
+            )),
+            DType::F64 => candle::CpuStorage::F64(lstm_cell_bwd_cpu(
+                lstm_slice::<f64>(s1, l1)?,
+                lstm_slice::<f64>(s2, l2)?,
+                lstm_slice::<f64>(s3, l3)?,
+                h,
+            )),
+            dt => candle::bail!("lstm cell: no fused kernel for {dt:?}"),
+        };
+        Ok((out, (5 * b * h).into()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle::CudaStorage,
+        l1: &candle::Layout,
+        s2: &candle::CudaStorage,
+        l2: &candle::Layout,
+        s3: &candle::CudaStorage,
+        l3: &candle::Layout,
+    ) -> Result<(candle::CudaStorage, candle::Shape)> {
+        let (b, h) = lstm_cell_dims(l1, l2)?;
+        if l3.dims() != [2, b, h] {
+            candle::bail!("lstm cell: gradient {:?} for [2, {b}, {h}]", l3.dims())
+        }
+        let args = [(s1, l1), (s2, l2), (s3, l3)];
+        let out = lstm_cell_cuda("lstm_cell_bwd", &args, 5 * b * h, (b, h))?;
+        Ok((out, (5 * b * h).into()))
     }
 }
 

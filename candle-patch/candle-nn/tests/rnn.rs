@@ -99,3 +99,72 @@ fn gru() -> Result<()> {
     assert_eq!(to_vec2_round(h, 4)?, &[[0.0579, 0.8836, -0.9991]]);
     Ok(())
 }
+
+/// The LSTM cell with tensor ops, as `LSTM::step` computes it without the fused op.
+fn lstm_cell_reference(gates: &Tensor, c_prev: &Tensor) -> Result<(Tensor, Tensor)> {
+    let chunks = gates.chunk(4, 1)?;
+    let i = candle_nn::ops::sigmoid(&chunks[0])?;
+    let f = candle_nn::ops::sigmoid(&chunks[1])?;
+    let g = chunks[2].tanh()?;
+    let o = candle_nn::ops::sigmoid(&chunks[3])?;
+    let c = ((f * c_prev)? + (i * g)?)?;
+    let h = (o * c.tanh()?)?;
+    Ok((h, c))
+}
+
+/// The fused LSTM cell gives the values and gradients (of the gates and of the previous cell
+/// state) of the tensor-op cell.
+fn lstm_cell_matches_tensor_ops(dev: &Device) -> Result<()> {
+    let dtypes: &[DType] = if dev.is_metal() {
+        &[DType::F32]
+    } else {
+        &[DType::F32, DType::F64]
+    };
+    let (b, h) = (3, 5);
+    let det = |n: usize, k: usize| -> Vec<f64> {
+        (0..n)
+            .map(|j| ((j * k + 3) % 17) as f64 / 4. - 2.)
+            .collect()
+    };
+    for &dtype in dtypes {
+        let gates = Tensor::new(det(b * 4 * h, 7), dev)?.reshape((b, 4 * h))?;
+        let c_prev = Tensor::new(det(b * h, 5), dev)?.reshape((b, h))?;
+        let wh = Tensor::new(det(b * h, 3), dev)?.reshape((b, h))?;
+        let wc = Tensor::new(det(b * h, 11), dev)?.reshape((b, h))?;
+        let (gates, c_prev, wh, wc) = (
+            candle::Var::from_tensor(&gates.to_dtype(dtype)?)?,
+            candle::Var::from_tensor(&c_prev.to_dtype(dtype)?)?,
+            wh.to_dtype(dtype)?,
+            wc.to_dtype(dtype)?,
+        );
+        let mut results = vec![];
+        for fused in [true, false] {
+            let (h1, c1) = if fused {
+                candle_nn::rnn::lstm_cell(&gates, &c_prev)?
+            } else {
+                lstm_cell_reference(&gates, &c_prev)?
+            };
+            let loss = ((&h1 * &wh)?.sum_all()? + (&c1 * &wc)?.sum_all()?)?;
+            let grads = loss.backward()?;
+            let dg = grads.get(&gates).expect("no grad for the gates").clone();
+            let dc = grads.get(&c_prev).expect("no grad for c_prev").clone();
+            results.push([h1, c1, dg, dc]);
+        }
+        let tol = if dtype == DType::F64 { 1e-12 } else { 1e-5 };
+        for (k, name) in ["h", "c", "d gates", "d c_prev"].iter().enumerate() {
+            let (got, want) = (&results[0][k], &results[1][k]);
+            assert_eq!(got.dims(), want.dims(), "{name}");
+            let diff = (got - want)?.abs()?.max_all()?.to_dtype(DType::F64)?;
+            let diff = diff.to_scalar::<f64>()?;
+            assert!(diff <= tol, "{dtype:?} {name}: max diff {diff:e}");
+        }
+    }
+    Ok(())
+}
+
+candle::test_device!(
+    lstm_cell_matches_tensor_ops,
+    lstm_cell_matches_tensor_ops_cpu,
+    lstm_cell_matches_tensor_ops_gpu,
+    lstm_cell_matches_tensor_ops_metal
+);
