@@ -543,6 +543,10 @@ impl Tensor {
                         *sum_grad = sum_grad.sub(&grad)?
                     }
                     &Op::Narrow(ref arg, dim, start_idx, len) => {
+                        // Second-order gradients need the graph of the padding below.
+                        if !do_not_detach && grads.accumulate_slice(arg, &grad, dim, start_idx)? {
+                            continue;
+                        }
                         let arg_dims = arg.dims();
                         let left_pad = if start_idx == 0 {
                             None
@@ -689,6 +693,7 @@ impl Tensor {
         // Operands that do not track gradients (constants) get none, whatever the op.
         let tracked: HashSet<TensorId> = sorted_nodes.iter().map(|node| node.id()).collect();
         grads.0.retain(|id, _| tracked.contains(id));
+        grads.1.clear();
         Ok(grads)
     }
 }
@@ -698,12 +703,12 @@ impl Tensor {
 /// Gradients in a store may share their storage (see [`Tensor::backward`]): copy a gradient
 /// before modifying it in place.
 #[derive(Debug)]
-pub struct GradStore(HashMap<TensorId, Tensor>);
+pub struct GradStore(HashMap<TensorId, Tensor>, HashSet<TensorId>);
 
 impl GradStore {
     /// Create a new gradient store
     fn new() -> Self {
-        GradStore(HashMap::new())
+        GradStore(HashMap::new(), HashSet::new())
     }
 
     /// Get the gradient tensor corresponding to the given tensor id
@@ -718,16 +723,19 @@ impl GradStore {
 
     /// Remove the gradient tensor associated with the given tensor, returning it if it exists
     pub fn remove(&mut self, tensor: &Tensor) -> Option<Tensor> {
+        self.1.remove(&tensor.id());
         self.0.remove(&tensor.id())
     }
 
     /// Insert a gradient tensor associated with the given tensor, returning the previous gradient tensor if it existed
     pub fn insert(&mut self, tensor: &Tensor, grad: Tensor) -> Option<Tensor> {
+        self.1.remove(&tensor.id());
         self.0.insert(tensor.id(), grad)
     }
 
     /// Insert a gradient tensor associated with the given tensor id, returning the previous gradient tensor if it existed
     pub fn insert_id(&mut self, id: TensorId, grad: Tensor) -> Option<Tensor> {
+        self.1.remove(&id);
         self.0.insert(id, grad)
     }
 
@@ -735,6 +743,8 @@ impl GradStore {
     /// insert a tensor of zeroes, with the same shape and type as the given tensors and return it
     fn or_insert(&mut self, tensor: &Tensor) -> Result<&mut Tensor> {
         use std::collections::hash_map::Entry;
+        // The caller replaces the gradient.
+        self.1.remove(&tensor.id());
         let grad = match self.0.entry(tensor.id()) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
@@ -753,6 +763,7 @@ impl GradStore {
         if !tensor.track_op() {
             return Ok(());
         }
+        self.1.remove(&tensor.id());
         match self.0.entry(tensor.id()) {
             Entry::Occupied(mut entry) => {
                 let sum_grad = entry.get().add(grad)?;
@@ -798,6 +809,40 @@ impl GradStore {
             }
         }
         Ok(())
+    }
+
+    /// Adds `grad`, the gradient of `tensor.narrow(dim, start, grad.dim(dim))`, to the gradient
+    /// of `tensor`, in place: the first slice creates a zeroed gradient owned by the store (the
+    /// ids in `self.1`), the next ones add to their part of it. Padding each slice with zeros
+    /// to the full size instead costs a full-size cat and add per slice, quadratic when a
+    /// sequence is consumed step by step. Returns false, doing nothing, when the stored
+    /// gradient came from elsewhere (it may share its storage): the caller pads and adds.
+    fn accumulate_slice(
+        &mut self,
+        tensor: &Tensor,
+        grad: &Tensor,
+        dim: usize,
+        start: usize,
+    ) -> Result<bool> {
+        if !tensor.track_op() {
+            return Ok(true);
+        }
+        let id = tensor.id();
+        match self.0.get(&id) {
+            None => {
+                let buf = Tensor::zeros(tensor.shape(), tensor.dtype(), tensor.device())?;
+                buf.slice_set(&grad.contiguous()?, dim, start)?;
+                self.0.insert(id, buf);
+                self.1.insert(id);
+                Ok(true)
+            }
+            Some(buf) if self.1.contains(&id) => {
+                let sum = (buf.narrow(dim, start, grad.dim(dim)?)? + grad)?;
+                buf.slice_set(&sum, dim, start)?;
+                Ok(true)
+            }
+            Some(_) => Ok(false),
+        }
     }
 
     /// Get the tensor ids of the stored gradient tensors

@@ -600,6 +600,68 @@ fn grad_storage_and_untracked_operands(device: &Device) -> Result<()> {
     Ok(())
 }
 
+/// Gradients through narrow (and chunk, i(..)) slices, overlapping, nested, mixed with direct
+/// uses of the sliced tensor, equal those through index_select, whose backward is independent.
+fn narrow_grad_accumulation(device: &Device) -> Result<()> {
+    let vals: Vec<f32> = (0..24).map(|i| ((i * 7) % 11) as f32 / 4. - 1.).collect();
+    let x = Var::from_tensor(&Tensor::new(vals.as_slice(), device)?.reshape((4, 6))?)?;
+    let w = Tensor::new(vals.as_slice(), device)?
+        .reshape((4, 6))?
+        .cos()?;
+    let grad_x = |by_index: bool| -> Result<Tensor> {
+        let nar = |t: &Tensor, dim: usize, start: usize, len: usize| -> Result<Tensor> {
+            if by_index {
+                let ids = Tensor::arange(start as u32, (start + len) as u32, device)?;
+                Ok(t.index_select(&ids, dim)?)
+            } else {
+                Ok(t.narrow(dim, start, len)?)
+            }
+        };
+        // x as a variable and as an intermediate (its gradient then flows on to x).
+        let mut loss = Tensor::zeros((), DType::F32, device)?;
+        for base in [x.as_tensor().clone(), (x.as_tensor() * 2.)?] {
+            let a = nar(&base, 1, 0, 3)?;
+            let b = nar(&base, 1, 2, 4)?;
+            let c = nar(&base, 0, 1, 2)?;
+            let d = nar(&nar(&base, 1, 1, 4)?, 0, 0, 3)?;
+            let e = nar(&base, 0, 3, 1)?;
+            let terms = [
+                (&a * &nar(&w, 1, 0, 3)?)?.sum_all()?,
+                (&b * &nar(&w, 1, 1, 4)?)?.sum_all()?,
+                (&c * &c)?.sum_all()?,
+                (&d * &nar(&nar(&w, 1, 2, 4)?, 0, 1, 3)?)?.sum_all()?,
+                (&e.exp()?).sum_all()?,
+                (&base * &w)?.sum_all()?,
+                (&a * &a)?.sum_all()?,
+            ];
+            for t in terms {
+                loss = (loss + t)?;
+            }
+        }
+        // chunk and i(..) are narrows too.
+        let parts = x.chunk(3, 1)?;
+        loss = (loss + (&parts[0] * &parts[2])?.sum_all()?)?;
+        if !by_index {
+            use candle_core::IndexOp;
+            loss = (loss + x.i((.., 5))?.sqr()?.sum_all()?)?;
+        } else {
+            let ids = Tensor::new(&[5u32], device)?;
+            loss = (loss + x.index_select(&ids, 1)?.sqr()?.sum_all()?)?;
+        }
+        let grads = loss.backward()?;
+        Ok(grads.get(&x).context("no grad for x")?.clone())
+    };
+    let (got, want) = (grad_x(false)?, grad_x(true)?);
+    let diff = (&got - &want)?.abs()?.max_all()?.to_scalar::<f32>()?;
+    assert!(
+        diff < 1e-5,
+        "narrow vs index_select gradients: max diff {diff}"
+    );
+    let scale = want.abs()?.max_all()?.to_scalar::<f32>()?;
+    assert!(scale > 1., "degenerate test: max gradient {scale}");
+    Ok(())
+}
+
 #[test]
 fn test_flip_backprop() -> Result<()> {
     let device = &Device::Cpu;
@@ -667,4 +729,10 @@ test_device!(
     grad_storage_and_untracked_operands_cpu,
     grad_storage_and_untracked_operands_gpu,
     grad_storage_and_untracked_operands_metal
+);
+test_device!(
+    narrow_grad_accumulation,
+    narrow_grad_accumulation_cpu,
+    narrow_grad_accumulation_gpu,
+    narrow_grad_accumulation_metal
 );
