@@ -27,7 +27,7 @@ collect() { # prefix, cargo args...
   done
 }
 # Vendored candle tests (upstream style, test_device! _gpu variants).
-collect candle-nn test --release --no-run --manifest-path candle-patch/Cargo.toml -p candle-nn --features cuda --test ops --test layer_norm
+collect candle-nn test --release --no-run --manifest-path candle-patch/Cargo.toml -p candle-nn --features cuda --test ops --test layer_norm --test optim --test rnn
 collect candle-core test --release --no-run --manifest-path candle-patch/Cargo.toml -p candle-core --features cuda --test grad_tests --test cuda_pool_tests --test cuda_device_tests
 # Our crates.
 collect shim test --release --no-run -p candle-layer-norm-compat --features kernel,cuda --test kernel --test composite

@@ -8,6 +8,7 @@
 #   tft:       10-epoch TFT runs with the fused kernel and with the composite
 #   numerics:  only the f64 PyTorch numerics check (part of bench too)
 #   profile:   the TFT step phase by phase (tft --profile), 3-epoch runs, the PyTorch twin
+#   paper:     the same at the paper-scale preset on the synthetic panel, with the twin
 #   pool:      the autograd breakdown at 4096x4096 with freed memory kept and released
 #   memory:    pool memory held after backward() through 8 layer norms and its peak, fused vs
 #              composite, with both pool settings (memory-*.csv)
@@ -55,6 +56,10 @@ if has sanitizer; then
   for tool in memcheck racecheck; do
     step "$tool-candle-nn-layer_norm" 200 compute-sanitizer --tool "$tool" --error-exitcode 1 "$B/candle-nn-layer_norm" --test-threads=1 _gpu
     step "$tool-candle-nn-ops" 200 compute-sanitizer --tool "$tool" --error-exitcode 1 "$B/candle-nn-ops" --test-threads=1 ln_ lno_
+  done
+  # The fused AdamW and LSTM-cell kernels (no shared memory: memcheck only).
+  for t in optim rnn; do
+    [ -x "$B/candle-nn-$t" ] && step "memcheck-candle-nn-$t" 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/candle-nn-$t" --test-threads=1 _gpu
   done
 fi
 
@@ -104,7 +109,27 @@ if has profile && [ -x "$B/tft-bin-tft" ]; then
   step tft-3-epochs-composite 200 "$B/tft-bin-tft" --device cuda --epochs 3 --layer-norm composite --quiet
   if [ -f bench/scripts/tft_torch.py ]; then
     step tft-torch-eager 300 python3 bench/scripts/tft_torch.py --device cuda --epochs 3
-    step tft-torch-compile 400 python3 bench/scripts/tft_torch.py --device cuda --epochs 3 --compile
+    # TWIN_COMPILE=0 skips torch.compile at the default size (~2 min of compilation).
+    if [ "${TWIN_COMPILE:-1}" = 1 ]; then
+      step tft-torch-compile 400 python3 bench/scripts/tft_torch.py --device cuda --epochs 3 --compile
+    fi
+  fi
+fi
+if has paper && [ -x "$B/tft-bin-tft" ]; then
+  # The realistic size: synthetic panel at the TFT paper's scale (hidden 160, lookback 168,
+  # horizon 24, batch 256), ours and the PyTorch twin on the same data (fingerprint checked).
+  P=(--dataset synthetic --preset paper)
+  step profile-paper-kernel 300 "$B/tft-bin-tft" --device cuda "${P[@]}" --profile 20 --layer-norm kernel
+  step profile-paper-composite 300 "$B/tft-bin-tft" --device cuda "${P[@]}" --profile 20 --layer-norm composite
+  step tft-paper-kernel 400 "$B/tft-bin-tft" --device cuda "${P[@]}" --epochs 1 --quiet --layer-norm kernel
+  step tft-paper-composite 400 "$B/tft-bin-tft" --device cuda "${P[@]}" --epochs 1 --quiet --layer-norm composite
+  if [ -f bench/scripts/tft_torch.py ]; then
+    "$B/tft-bin-tft" "${P[@]}" --dump-data /tmp/synth.csv > "$OUT/synth-dump.log" 2>&1
+    fp=$(sed -n 's/^data fingerprint: \([0-9.-]*\).*/\1/p' "$OUT/synth-dump.log" | head -1)
+    T=(bench/scripts/tft_torch.py "${P[@]}" --data /tmp/synth.csv --device cuda --epochs 1)
+    [ -n "$fp" ] && T+=(--expect-fingerprint "$fp")
+    step tft-torch-paper-eager 300 python3 "${T[@]}"
+    step tft-torch-paper-compile 400 python3 "${T[@]}" --compile
   fi
 fi
 if has stats && [ -f .gpu/stats_experiment/run.sh ]; then step stats-experiment 300 bash .gpu/stats_experiment/run.sh; fi
