@@ -222,6 +222,40 @@ impl RNN for LSTM {
         Ok(LSTMState { c, h })
     }
 
+    /// As the default: `step` for each time step, but the input projection (and both biases)
+    /// of all the steps is one matmul, and each step reads a contiguous slice of it.
+    fn seq_init(&self, input: &Tensor, init_state: &Self::State) -> Result<Vec<Self::State>> {
+        let (b_size, seq_len, features) = input.dims3()?;
+        let xg = input
+            .reshape((b_size * seq_len, features))?
+            .matmul(&self.w_ih.t()?)?;
+        let xg = match &self.b_ih {
+            None => xg,
+            Some(b_ih) => xg.broadcast_add(b_ih)?,
+        };
+        let xg = match &self.b_hh {
+            None => xg,
+            Some(b_hh) => xg.broadcast_add(b_hh)?,
+        };
+        // [seq_len, b_size, 4 * hidden]: the slice of a step is contiguous.
+        let xg = xg
+            .reshape((b_size, seq_len, 4 * self.hidden_dim))?
+            .transpose(0, 1)?
+            .contiguous()?;
+        let w_hh_t = self.w_hh.t()?;
+        let mut output: Vec<LSTMState> = Vec::with_capacity(seq_len);
+        for seq_index in 0..seq_len {
+            let state = match output.last() {
+                None => init_state,
+                Some(state) => state,
+            };
+            let gates = (xg.get(seq_index)? + state.h.matmul(&w_hh_t)?)?;
+            let (h, c) = lstm_cell(&gates, &state.c)?;
+            output.push(LSTMState { h, c });
+        }
+        Ok(output)
+    }
+
     fn states_to_tensor(&self, states: &[Self::State]) -> Result<Tensor> {
         let states = states.iter().map(|s| s.h.clone()).collect::<Vec<_>>();
         Tensor::stack(&states, 1)

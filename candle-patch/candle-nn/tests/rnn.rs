@@ -4,7 +4,7 @@ extern crate intel_mkl_src;
 #[cfg(feature = "accelerate")]
 extern crate accelerate_src;
 
-use candle::{test_utils::to_vec2_round, DType, Device, Result, Tensor};
+use candle::{test_utils::to_vec2_round, DType, Device, IndexOp, Result, Tensor};
 use candle_nn::RNN;
 
 /* The following test can be verified against PyTorch using the following snippet.
@@ -167,4 +167,68 @@ candle::test_device!(
     lstm_cell_matches_tensor_ops_cpu,
     lstm_cell_matches_tensor_ops_gpu,
     lstm_cell_matches_tensor_ops_metal
+);
+
+/// `LSTM::seq_init` (one input projection for the whole sequence) gives the values and the
+/// gradients of calling `step` for each time step.
+fn lstm_seq_matches_steps(dev: &Device) -> Result<()> {
+    let dtype = if dev.is_metal() {
+        DType::F32
+    } else {
+        DType::F64
+    };
+    let (b, t, f, h) = (2, 5, 3, 4);
+    let vm = candle_nn::VarMap::new();
+    let vb = candle_nn::VarBuilder::from_varmap(&vm, dtype, dev);
+    let cfg = candle_nn::LSTMConfig {
+        b_hh_init: Some(candle_nn::Init::Uniform { lo: -0.5, up: 0.5 }),
+        b_ih_init: Some(candle_nn::Init::Uniform { lo: -0.5, up: 0.5 }),
+        ..Default::default()
+    };
+    let lstm = candle_nn::lstm(f, h, cfg, vb)?;
+    let x: Vec<f64> = (0..b * t * f)
+        .map(|i| ((i * 5) % 13) as f64 / 6. - 1.)
+        .collect();
+    let x = candle::Var::from_tensor(&Tensor::new(x, dev)?.reshape((b, t, f))?.to_dtype(dtype)?)?;
+    let init = lstm.zero_state(b)?;
+    let mut results = vec![];
+    for by_step in [false, true] {
+        let states = if by_step {
+            let mut states: Vec<candle_nn::rnn::LSTMState> = vec![];
+            for s in 0..t {
+                let xs = x.i((.., s, ..))?.contiguous()?;
+                let prev = states.last().unwrap_or(&init).clone();
+                states.push(lstm.step(&xs, &prev)?);
+            }
+            states
+        } else {
+            lstm.seq_init(&x, &init)?
+        };
+        let out = lstm.states_to_tensor(&states)?;
+        let last_c = &states[t - 1].c;
+        let loss = ((out.sqr()?.sum_all()? + last_c.sum_all()?)? + out.sum_all()?)?;
+        let grads = loss.backward()?;
+        let mut r = vec![
+            out.flatten_all()?,
+            grads.get(&x).expect("no grad for x").flatten_all()?,
+        ];
+        for (_, v) in vm.data().lock().unwrap().iter() {
+            r.push(grads.get(v).expect("no grad for a weight").flatten_all()?);
+        }
+        results.push(r);
+    }
+    let tol = if dtype == DType::F64 { 1e-12 } else { 1e-5 };
+    for (k, (got, want)) in results[0].iter().zip(&results[1]).enumerate() {
+        let diff = (got - want)?.abs()?.max_all()?.to_dtype(DType::F64)?;
+        let diff = diff.to_scalar::<f64>()?;
+        assert!(diff <= tol, "tensor {k}: max diff {diff:e}");
+    }
+    Ok(())
+}
+
+candle::test_device!(
+    lstm_seq_matches_steps,
+    lstm_seq_matches_steps_cpu,
+    lstm_seq_matches_steps_gpu,
+    lstm_seq_matches_steps_metal
 );
