@@ -109,7 +109,7 @@ if has profile && [ -x "$B/tft-bin-tft" ]; then
   step tft-3-epochs-composite 200 "$B/tft-bin-tft" --device cuda --epochs 3 --layer-norm composite --quiet
   if [ -f bench/scripts/tft_torch.py ]; then
     step tft-torch-eager 300 python3 bench/scripts/tft_torch.py --device cuda --epochs 3
-    # TWIN_COMPILE=0 skips torch.compile at the default size (~2 min of compilation).
+    # TWIN_COMPILE=0 skips torch.compile (~2 min of compilation at each size).
     if [ "${TWIN_COMPILE:-1}" = 1 ]; then
       step tft-torch-compile 400 python3 bench/scripts/tft_torch.py --device cuda --epochs 3 --compile
     fi
@@ -129,7 +129,9 @@ if has paper && [ -x "$B/tft-bin-tft" ]; then
     T=(bench/scripts/tft_torch.py "${P[@]}" --data /tmp/synth.csv --device cuda --epochs 1)
     [ -n "$fp" ] && T+=(--expect-fingerprint "$fp")
     step tft-torch-paper-eager 300 python3 "${T[@]}"
-    step tft-torch-paper-compile 400 python3 "${T[@]}" --compile
+    if [ "${TWIN_COMPILE:-1}" = 1 ]; then
+      step tft-torch-paper-compile 400 python3 "${T[@]}" --compile
+    fi
   fi
 fi
 if has stats && [ -f .gpu/stats_experiment/run.sh ]; then step stats-experiment 300 bash .gpu/stats_experiment/run.sh; fi
