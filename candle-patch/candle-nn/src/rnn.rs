@@ -262,8 +262,8 @@ impl RNN for LSTM {
     }
 }
 
-/// The LSTM cell as one op: `(gates [b, 4h], c_prev [b, h]) -> [2, b, h]`, the new h then the
-/// new c, with `gates` the pre-activations of the input, forget, cell and output gates.
+/// The LSTM cell as one op: `(gates [b, 4h], c_prev [b, h]) -> (h, c)`, with `gates` the
+/// pre-activations of the input, forget, cell and output gates (PyTorch's order).
 /// Differentiable: one fused op forward and one backward on cpu and cuda for f32 and f64,
 /// tensor ops otherwise. [`LSTM::step`] uses it.
 pub fn lstm_cell(gates: &Tensor, c_prev: &Tensor) -> Result<(Tensor, Tensor)> {
@@ -300,8 +300,10 @@ fn lstm_cell_fused(device: &Device, dtype: DType) -> bool {
 
 struct LstmCell;
 
-/// The backward of [`LstmCell`]: `(gates, c_prev, grad [2, b, h])` to the gradient of `gates`
-/// followed by that of `c_prev`, flat.
+/// The forward writes `[6, b, h]`: h, c, then the activated input, forget, cell and output
+/// gates, which the backward reads. The backward: `(out, c_prev, grad [6, b, h])` to the
+/// gradient of `gates` followed by that of `c_prev`, flat (the gradients of the gate slices
+/// of `out` are zero: they are only read by the backward).
 struct LstmCellBwd;
 
 fn sigmoid_f<T: num_traits::Float>(x: T) -> T {
@@ -310,52 +312,50 @@ fn sigmoid_f<T: num_traits::Float>(x: T) -> T {
 
 fn lstm_cell_fwd_cpu<T: num_traits::Float>(gates: &[T], c_prev: &[T], h: usize) -> Vec<T> {
     let n = c_prev.len();
-    let mut out = vec![T::zero(); 2 * n];
-    let (out_h, out_c) = out.split_at_mut(n);
+    let mut out = vec![T::zero(); 6 * n];
     for (row, g) in gates.chunks_exact(4 * h).enumerate() {
         for j in 0..h {
             let idx = row * h + j;
             let (i, f) = (sigmoid_f(g[j]), sigmoid_f(g[h + j]));
             let (gg, o) = (g[2 * h + j].tanh(), sigmoid_f(g[3 * h + j]));
             let c = f * c_prev[idx] + i * gg;
-            out_h[idx] = o * c.tanh();
-            out_c[idx] = c;
+            out[idx] = o * c.tanh();
+            out[n + idx] = c;
+            out[2 * n + idx] = i;
+            out[3 * n + idx] = f;
+            out[4 * n + idx] = gg;
+            out[5 * n + idx] = o;
         }
     }
     out
 }
 
 fn lstm_cell_bwd_cpu<T: num_traits::Float>(
-    gates: &[T],
+    out: &[T],
     c_prev: &[T],
     grad: &[T],
     h: usize,
 ) -> Vec<T> {
     let n = c_prev.len();
     let one = T::one();
-    let mut out = vec![T::zero(); 5 * n];
-    let (d_gates, d_c_prev) = out.split_at_mut(4 * n);
-    for (row, (g, dg)) in gates
-        .chunks_exact(4 * h)
-        .zip(d_gates.chunks_exact_mut(4 * h))
-        .enumerate()
-    {
+    let mut d = vec![T::zero(); 5 * n];
+    let (d_gates, d_c_prev) = d.split_at_mut(4 * n);
+    for (row, dg) in d_gates.chunks_exact_mut(4 * h).enumerate() {
         for j in 0..h {
             let idx = row * h + j;
-            let (i, f) = (sigmoid_f(g[j]), sigmoid_f(g[h + j]));
-            let (gg, o) = (g[2 * h + j].tanh(), sigmoid_f(g[3 * h + j]));
-            let cp = c_prev[idx];
-            let tc = (f * cp + i * gg).tanh();
+            let (c, i, f) = (out[n + idx], out[2 * n + idx], out[3 * n + idx]);
+            let (gg, o) = (out[4 * n + idx], out[5 * n + idx]);
+            let tc = c.tanh();
             let dh = grad[idx];
             let dc = grad[n + idx] + dh * o * (one - tc * tc);
             dg[j] = dc * gg * i * (one - i);
-            dg[h + j] = dc * cp * f * (one - f);
+            dg[h + j] = dc * c_prev[idx] * f * (one - f);
             dg[2 * h + j] = dc * i * (one - gg * gg);
             dg[3 * h + j] = dh * tc * o * (one - o);
             d_c_prev[idx] = dc * f;
         }
     }
-    out
+    d
 }
 
 /// The contiguous slice of a cpu storage of type `T`.
@@ -430,6 +430,21 @@ fn lstm_cell_dims(gates: &candle::Layout, c_prev: &candle::Layout) -> Result<(us
     }
 }
 
+/// `(b, h)` from the layouts of the forward's output [6, b, h], `c_prev` [b, h] and the
+/// gradient of the output [6, b, h].
+fn lstm_cell_bwd_dims(
+    out: &candle::Layout,
+    c_prev: &candle::Layout,
+    grad: &candle::Layout,
+) -> Result<(usize, usize)> {
+    match (out.dims(), c_prev.dims(), grad.dims()) {
+        (&[6, b1, h1], &[b, h], &[6, b2, h2]) if (b1, h1) == (b, h) && (b2, h2) == (b, h) => {
+            Ok((b, h))
+        }
+        (o, c, g) => candle::bail!("lstm cell: backward of {o:?} {c:?} with a gradient {g:?}"),
+    }
+}
+
 impl candle::CustomOp2 for LstmCell {
     fn name(&self) -> &'static str {
         "lstm-cell"
@@ -457,7 +472,7 @@ impl candle::CustomOp2 for LstmCell {
             )),
             dt => candle::bail!("lstm cell: no fused kernel for {dt:?}"),
         };
-        Ok((out, (2, b, h).into()))
+        Ok((out, (6, b, h).into()))
     }
 
     #[cfg(feature = "cuda")]
@@ -469,20 +484,20 @@ impl candle::CustomOp2 for LstmCell {
         l2: &candle::Layout,
     ) -> Result<(candle::CudaStorage, candle::Shape)> {
         let (b, h) = lstm_cell_dims(l1, l2)?;
-        let out = lstm_cell_cuda("lstm_cell_fwd", &[(s1, l1), (s2, l2)], 2 * b * h, (b, h))?;
-        Ok((out, (2, b, h).into()))
+        let out = lstm_cell_cuda("lstm_cell_fwd", &[(s1, l1), (s2, l2)], 6 * b * h, (b, h))?;
+        Ok((out, (6, b, h).into()))
     }
 
     fn bwd(
         &self,
-        gates: &Tensor,
+        _gates: &Tensor,
         c_prev: &Tensor,
-        _res: &Tensor,
+        res: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
         let (b, h) = c_prev.dims2()?;
         let n = b * h;
-        let packed = gates.apply_op3_no_bwd(c_prev, &grad.contiguous()?, &LstmCellBwd)?;
+        let packed = res.apply_op3_no_bwd(c_prev, &grad.contiguous()?, &LstmCellBwd)?;
         let d_gates = packed.narrow(0, 0, 4 * n)?.reshape((b, 4 * h))?;
         let d_c_prev = packed.narrow(0, 4 * n, n)?.reshape((b, h))?;
         Ok((Some(d_gates), Some(d_c_prev)))
@@ -504,10 +519,7 @@ impl candle::CustomOp3 for LstmCellBwd {
         l3: &candle::Layout,
     ) -> Result<(candle::CpuStorage, candle::Shape)> {
         use candle::backend::BackendStorage;
-        let (b, h) = lstm_cell_dims(l1, l2)?;
-        if l3.dims() != [2, b, h] {
-            candle::bail!("lstm cell: gradient {:?} for [2, {b}, {h}]", l3.dims())
-        }
+        let (b, h) = lstm_cell_bwd_dims(l1, l2, l3)?;
         let out = match s1.dtype() {
             DType::F32 => candle::CpuStorage::F32(lstm_cell_bwd_cpu(
                 lstm_slice::<f32>(s1, l1)?,
@@ -536,10 +548,7 @@ impl candle::CustomOp3 for LstmCellBwd {
         s3: &candle::CudaStorage,
         l3: &candle::Layout,
     ) -> Result<(candle::CudaStorage, candle::Shape)> {
-        let (b, h) = lstm_cell_dims(l1, l2)?;
-        if l3.dims() != [2, b, h] {
-            candle::bail!("lstm cell: gradient {:?} for [2, {b}, {h}]", l3.dims())
-        }
+        let (b, h) = lstm_cell_bwd_dims(l1, l2, l3)?;
         let args = [(s1, l1), (s2, l2), (s3, l3)];
         let out = lstm_cell_cuda("lstm_cell_bwd", &args, 5 * b * h, (b, h))?;
         Ok((out, (5 * b * h).into()))
