@@ -290,7 +290,14 @@ pub fn lstm_cell(gates: &Tensor, c_prev: &Tensor) -> Result<(Tensor, Tensor)> {
     let out = gates
         .contiguous()?
         .apply_op2(&c_prev.contiguous()?, LstmCell)?;
-    Ok((out.get(0)?, out.get(1)?))
+    let (h, c) = (out.get(0)?, out.get(1)?);
+    if gates.track_op() || c_prev.track_op() {
+        // The backward reads the gate activations in `out`: h and c stay views of it.
+        Ok((h, c))
+    } else {
+        // Without a backward, h and c alone stay alive, not the activations.
+        Ok((h.force_contiguous()?, c.force_contiguous()?))
+    }
 }
 
 /// Whether [`lstm_cell`] has fused kernels for tensors of this device and dtype.

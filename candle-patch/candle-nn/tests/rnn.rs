@@ -150,6 +150,18 @@ fn lstm_cell_matches_tensor_ops(dev: &Device) -> Result<()> {
             let dc = grads.get(&c_prev).expect("no grad for c_prev").clone();
             results.push([h1, c1, dg, dc]);
         }
+        // Without gradients, h and c are not views of the buffer holding the gate activations.
+        let (h0, c0) = candle_nn::rnn::lstm_cell(&gates.detach(), &c_prev.detach())?;
+        for t in [&h0, &c0] {
+            assert_eq!(t.layout().start_offset(), 0, "{dtype:?}: inference h/c");
+            if let candle::Storage::Cpu(s) = &*t.storage_and_layout().0 {
+                let held = match dtype {
+                    DType::F64 => s.as_slice::<f64>()?.len(),
+                    _ => s.as_slice::<f32>()?.len(),
+                };
+                assert_eq!(held, b * h, "{dtype:?}: storage behind inference h/c");
+            }
+        }
         let tol = if dtype == DType::F64 { 1e-12 } else { 1e-5 };
         for (k, name) in ["h", "c", "d gates", "d c_prev"].iter().enumerate() {
             let (got, want) = (&results[0][k], &results[1][k]);
