@@ -6,6 +6,9 @@
 // Run: ./ln_harness [--no-bench] [--bench-only] [--sweep (every kernel that fits each bench shape)]
 //   [--shapes RxC,RxC (bench these shapes instead of the grid)] [--tiers tag,tag (sweep only these)];
 // exit code != 0 on any failure.
+// The tiers come from the registry layer_norm_tiers.cuh: the shipped ones and the sweep
+// candidates, which only this harness compiles.
+#define LAYER_NORM_SWEEP
 #include "layer_norm.cu"
 
 #include <algorithm>
@@ -25,40 +28,23 @@
     }                                                                                              \
   } while (0)
 
-// Every instantiated kernel, in the order of the tables below. smem: backward
-// partials in dynamic shared memory (tag suffix `s`).
+// Every instantiated kernel: the shipped tiers, then the sweep candidates, in
+// registry order (the kernel tables below expand the same lists). smem:
+// backward partials in dynamic shared memory (tag suffix `s`); prefetch: `p`.
 struct Tier {
   const char *tag;
   int lanes, vecs;
   bool smem, prefetch;
 };
-#define FWD_KERNELS(X, XP)                                                                             \
-  X(l1v1, 1, 1) X(l2v1, 2, 1) X(l4v1, 4, 1) X(l8v1, 8, 1) X(l16v1, 16, 1) X(l32v1, 32, 1)          \
-  X(l32v2, 32, 2) X(l32v4, 32, 4) X(l32v8, 32, 8) X(l64v1, 64, 1) X(l64v2, 64, 2)                  \
-  X(l128v1, 128, 1) X(l128v2, 128, 2) X(l128v4, 128, 4) X(l256v1, 256, 1) X(l256v2, 256, 2)        \
-  X(l256v4, 256, 4) X(l512v1, 512, 1) X(l512v2, 512, 2) X(l512v4, 512, 4) X(l1024v2, 1024, 2)     \
-  X(l1024v4, 1024, 4) X(l1024v8, 1024, 8) XP(l512v8p, 512, 8)
-#define BWD_KERNELS(X, XS, XSP)                                                                         \
-  X(l1v1, 1, 1) X(l2v1, 2, 1) X(l4v1, 4, 1) X(l8v1, 8, 1) X(l16v1, 16, 1) X(l32v1, 32, 1)          \
-  X(l32v2, 32, 2) X(l32v4, 32, 4) X(l32v8, 32, 8) X(l64v1, 64, 1) X(l64v2, 64, 2)                  \
-  X(l128v1, 128, 1) X(l128v2, 128, 2) X(l128v4, 128, 4) X(l256v1, 256, 1) X(l256v2, 256, 2)        \
-  X(l256v4, 256, 4) X(l512v4, 512, 4) XS(l128v2s, 128, 2) XS(l128v4s, 128, 4) XS(l256v2s, 256, 2) \
-  XS(l256v4s, 256, 4) XS(l512v1s, 512, 1) XS(l512v2s, 512, 2) XS(l512v4s, 512, 4)                 \
-  XS(l1024v1s, 1024, 1) XS(l1024v2s, 1024, 2) XS(l1024v4s, 1024, 4) XSP(l512v4sp, 512, 4)
-#define TIER_ROW(tag, l, v) {#tag, l, v, false, false},
-#define TIER_ROW_S(tag, l, v) {#tag, l, v, true, false},
-#define TIER_ROW_P(tag, l, v) {#tag, l, v, false, true},
-#define TIER_ROW_SP(tag, l, v) {#tag, l, v, true, true},
-static const Tier ALL_FWD[] = {FWD_KERNELS(TIER_ROW, TIER_ROW_P)};
-static const Tier ALL_BWD[] = {BWD_KERNELS(TIER_ROW, TIER_ROW_S, TIER_ROW_SP)};
+#define TIER_ROW(tag, l, v, sm, pf, minb) {#tag, l, v, sm != 0, pf != 0},
+static const Tier ALL_FWD[] = {LAYER_NORM_FWD_TIERS(TIER_ROW) LAYER_NORM_FWD_SWEEP_TIERS(TIER_ROW)};
+static const Tier ALL_BWD[] = {LAYER_NORM_BWD_TIERS(TIER_ROW) LAYER_NORM_BWD_SWEEP_TIERS(TIER_ROW)};
 static const int N_ALL_FWD = sizeof(ALL_FWD) / sizeof(Tier), N_ALL_BWD = sizeof(ALL_BWD) / sizeof(Tier);
 
-// Same tables as LAYER_NORM_CUDA_FWD_TIERS / LAYER_NORM_CUDA_BWD_TIERS in
-// candle-nn/src/ops.rs (keep in sync), as tags into ALL_FWD / ALL_BWD.
-static const char *FWD_TABLE[] = {"l1v1",  "l2v1",   "l4v1",   "l8v1",   "l16v1",  "l32v1",   "l32v2",
-                                  "l32v4", "l128v2", "l128v4", "l256v4", "l512v4", "l512v8p", "l1024v8"};
-static const char *BWD_TABLE[] = {"l1v1",  "l2v1",   "l4v1",    "l8v1",   "l16v1",   "l32v1",   "l32v2",
-                                  "l128v1", "l128v2", "l512v1s", "l256v4", "l512v4sp", "l1024v4s"};
+// The host's tables (candle-nn/src/layer_norm_cuda.rs reads the same registry lists).
+#define TIER_TAG(tag, l, v, sm, pf, minb) #tag,
+static const char *FWD_TABLE[] = {LAYER_NORM_FWD_TIERS(TIER_TAG)};
+static const char *BWD_TABLE[] = {LAYER_NORM_BWD_TIERS(TIER_TAG)};
 static const int N_FWD_TABLE = sizeof(FWD_TABLE) / sizeof(char *);
 static const int N_BWD_TABLE = sizeof(BWD_TABLE) / sizeof(char *);
 
@@ -80,23 +66,23 @@ template <typename T> struct KT;
     typedef void (*Red)(const A *, const A *, T *, T *, int64_t, int64_t);                         \
     static const char *name() { return #S; }                                                       \
     static Fwd fwd(int i) {                                                                        \
-      static const Fwd t[] = {FWD_KERNELS(KF_##S, KF_##S) layernorm_fwd_big_##S};                          \
+      static const Fwd t[] = {LAYER_NORM_FWD_TIERS(KF_##S) LAYER_NORM_FWD_SWEEP_TIERS(KF_##S) layernorm_fwd_big_##S};                          \
       return t[i];                                                                                 \
     }                                                                                              \
     static Bwd bwd(int i) {                                                                        \
-      static const Bwd t[] = {BWD_KERNELS(KB_##S, KB_##S, KB_##S) layernorm_bwd_big_##S};                  \
+      static const Bwd t[] = {LAYER_NORM_BWD_TIERS(KB_##S) LAYER_NORM_BWD_SWEEP_TIERS(KB_##S) layernorm_bwd_big_##S};                  \
       return t[i];                                                                                 \
     }                                                                                              \
     static Red red() { return layernorm_bwd_reduce_##S; }                                          \
   };
-#define KF_f32(tag, l, v) layernorm_fwd_##tag##_f32,
-#define KB_f32(tag, l, v) layernorm_bwd_##tag##_f32,
-#define KF_f64(tag, l, v) layernorm_fwd_##tag##_f64,
-#define KB_f64(tag, l, v) layernorm_bwd_##tag##_f64,
-#define KF_f16(tag, l, v) layernorm_fwd_##tag##_f16,
-#define KB_f16(tag, l, v) layernorm_bwd_##tag##_f16,
-#define KF_bf16(tag, l, v) layernorm_fwd_##tag##_bf16,
-#define KB_bf16(tag, l, v) layernorm_bwd_##tag##_bf16,
+#define KF_f32(tag, l, v, sm, pf, minb) layernorm_fwd_##tag##_f32,
+#define KB_f32(tag, l, v, sm, pf, minb) layernorm_bwd_##tag##_f32,
+#define KF_f64(tag, l, v, sm, pf, minb) layernorm_fwd_##tag##_f64,
+#define KB_f64(tag, l, v, sm, pf, minb) layernorm_bwd_##tag##_f64,
+#define KF_f16(tag, l, v, sm, pf, minb) layernorm_fwd_##tag##_f16,
+#define KB_f16(tag, l, v, sm, pf, minb) layernorm_bwd_##tag##_f16,
+#define KF_bf16(tag, l, v, sm, pf, minb) layernorm_fwd_##tag##_bf16,
+#define KB_bf16(tag, l, v, sm, pf, minb) layernorm_bwd_##tag##_bf16,
 KTABLE(float, float, f32)
 KTABLE(double, double, f64)
 KTABLE(__half, float, f16)
@@ -128,7 +114,7 @@ static double urand() { // [-1, 1)
   return (double)(g_rng >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
 
-// Launch rules, exactly as candle-nn/src/ops.rs: first table tier with
+// Launch rules, exactly as candle-nn/src/layer_norm_cuda.rs (LaunchPlan): first table tier with
 // lanes * vecs >= nvec (the backward skips the shared memory tiers when their
 // size exceeds the opt-in maximum), blockDim = max(128, lanes),
 // rows per block = blockDim / lanes, big beyond the table.
@@ -243,12 +229,12 @@ template <typename T> struct Problem {
     fwd_tier = fwd_t >= 0 ? fwd_t : pick_tier<T>(c, false);
     bwd_tier = bwd_t >= 0 ? bwd_t : pick_tier<T>(c, true);
     const int bth = tier_threads(ALL_BWD, bwd_tier, N_ALL_BWD);
-    // Forward: one block per row group, uncapped except for prefetch tiers (ops.rs).
+    // Forward: one block per row group, uncapped except for prefetch tiers (layer_norm_cuda.rs).
     const int64_t frpb = tier_rpb(ALL_FWD, fwd_tier, N_ALL_FWD);
     fwd_grid = (int)std::min<int64_t>(std::max<int64_t>(1, (r + frpb - 1) / frpb), INT32_MAX);
     if (fwd_tier < N_ALL_FWD && ALL_FWD[fwd_tier].prefetch)
       fwd_grid = std::min(fwd_grid, g_sms * std::max(1, occupancy(KT<T>::fwd(fwd_tier), fwd_threads(), 0)));
-    // Backward: persistent, capped at what is resident (ops.rs).
+    // Backward: persistent, capped at what is resident (layer_norm_cuda.rs).
     bwd_smem = bwd_smem_bytes<T>(ALL_BWD, bwd_tier, N_ALL_BWD, c);
     if (bwd_smem > 48 * 1024)
       CK(cudaFuncSetAttribute(KT<T>::bwd(bwd_tier), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bwd_smem));
@@ -516,8 +502,8 @@ template <typename F> static double time_us(F fn) {
   return (double)ts[ts.size() / 2];
 }
 
-// Table choice (exactly what ops.rs launches), or with sweep every kernel that
-// fits the row within a factor 8 of its capacity, each with the ops.rs launch
+// Table choice (exactly what layer_norm_cuda.rs launches), or with sweep every kernel that
+// fits the row within a factor 8 of its capacity, each with the layer_norm_cuda.rs launch
 // rules; forward also with the grid capped at the resident blocks ("cap").
 static std::string g_tiers; // --tiers a,b: sweep only these tags (",a,b,")
 template <typename T> static void bench(int64_t R, int64_t C, bool sweep) {

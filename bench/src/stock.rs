@@ -1,9 +1,14 @@
 //! The stock candle 0.9.1 CUDA layer norm forward, kept as the baseline: the `layernorm_*`
-//! kernel of `candle-kernels/src/reduce.cu` (still shipped, unchanged) launched the way the
-//! pin's `candle_nn::ops::layer_norm` launched it (one block per row, 32 threads below 1024
-//! columns, 1024 above). Forward only: the pin has no backward.
+//! kernel of the pin's `candle-kernels/src/reduce.cu` (our series removes it; `build.rs`
+//! compiles it from the pristine archive) launched the way the pin's
+//! `candle_nn::ops::layer_norm` launched it (one block per row, 32 threads below 1024 columns,
+//! 1024 above). Forward only: the pin has no backward.
 
 use candle_core::{CpuStorage, Layout, Result, Shape, Tensor};
+
+/// The pin's `reduce.cu` as PTX (see `build.rs`).
+#[cfg(feature = "cuda")]
+const STOCK_REDUCE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/stock_reduce.ptx"));
 
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 struct StockLayerNorm {
@@ -44,7 +49,7 @@ impl candle_core::CustomOp3 for StockLayerNorm {
     ) -> Result<(candle_core::CudaStorage, Shape)> {
         use candle_core::backend::BackendStorage;
         use candle_core::cuda_backend::cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
-        use candle_core::cuda_backend::{kernel_name, kernels, CudaDType, WrapErr};
+        use candle_core::cuda_backend::{kernel_name, CudaDType, WrapErr};
         use candle_core::{CudaStorage, DType, WithDType};
 
         fn launch<T: CudaDType + WithDType + DeviceRepr>(
@@ -72,7 +77,11 @@ impl candle_core::CustomOp3 for StockLayerNorm {
                 block_dim: (block_size, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let func = dev.get_or_load_func(&kernel_name::<T>("layernorm"), &kernels::REDUCE)?;
+            let func = dev.get_or_load_custom_func(
+                &kernel_name::<T>("layernorm"),
+                "stock_reduce",
+                STOCK_REDUCE_PTX,
+            )?;
             // SAFETY: written by the kernel below.
             let dst = unsafe { dev.alloc::<T>(el)? };
             let mut builder = func.builder();

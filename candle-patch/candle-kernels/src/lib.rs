@@ -87,3 +87,8 @@ mdl!(RNN, Rnn);
 mdl!(SORT, Sort);
 mdl!(TERNARY, Ternary);
 mdl!(UNARY, Unary);
+
+/// The tier registry of the [`LAYER_NORM`] kernels (`X(tag, lanes, vecs, smem, prefetch,
+/// min_blocks)` rows of C macros): the module is instantiated from it, the host reads it to pick
+/// and name the kernels.
+pub const LAYER_NORM_TIERS: &str = include_str!("layer_norm_tiers.cuh");

@@ -26,6 +26,8 @@ pub mod group_norm;
 pub mod init;
 pub mod kv_cache;
 pub mod layer_norm;
+#[cfg(feature = "cuda")]
+mod layer_norm_cuda;
 pub mod linear;
 pub mod loss;
 pub mod ops;

@@ -4,6 +4,9 @@
 use candle::{CpuStorage, DType, Layout, Module, Result, Shape, Tensor, D};
 use rayon::prelude::*;
 
+#[cfg(feature = "cuda")]
+use crate::layer_norm_cuda;
+
 /// Applies the softmax function to the input tensor, rescaling the element so that elements on
 /// a slice of fixed index on dimension `dim` are between 0 and 1 and sum to 1.
 ///
@@ -840,308 +843,6 @@ fn layer_norm_cpu_slice<'a, T: candle::WithDType>(
     }
 }
 
-/// Register resident CUDA kernel tiers: number of threads that share a row, number of 16 bytes
-/// vectors held by each thread, for the backward whether the `dalpha`/`dbeta` partial sums live
-/// in dynamic shared memory rather than in registers (kernel name suffix `s`), and whether the
-/// kernel loads the next row while reducing the current one (suffix `p`, launched on a grid of
-/// resident blocks). The first tier large enough for a row is used, longer rows use the `big`
-/// kernels which read the row twice. Tiers must be sorted by `lanes * vecs`.
-#[cfg(feature = "cuda")]
-const LAYER_NORM_CUDA_FWD_TIERS: [(usize, usize, bool, bool); 14] = [
-    (1, 1, false, false),
-    (2, 1, false, false),
-    (4, 1, false, false),
-    (8, 1, false, false),
-    (16, 1, false, false),
-    (32, 1, false, false),
-    (32, 2, false, false),
-    (32, 4, false, false),
-    (128, 2, false, false),
-    (128, 4, false, false),
-    (256, 4, false, false),
-    (512, 4, false, false),
-    (512, 8, false, true),
-    (1024, 8, false, false),
-];
-
-/// The backward holds `x`, `dy` and two accumulators per element: fewer vectors per thread than
-/// the forward, and shared memory partial sums for the widest rows. Both tables were picked
-/// from a sweep of every tier on an H200.
-#[cfg(feature = "cuda")]
-const LAYER_NORM_CUDA_BWD_TIERS: [(usize, usize, bool, bool); 13] = [
-    (1, 1, false, false),
-    (2, 1, false, false),
-    (4, 1, false, false),
-    (8, 1, false, false),
-    (16, 1, false, false),
-    (32, 1, false, false),
-    (32, 2, false, false),
-    (128, 1, false, false),
-    (128, 2, false, false),
-    (512, 1, true, false),
-    (256, 4, false, false),
-    (512, 4, true, true),
-    (1024, 4, true, false),
-];
-
-/// Kernel name suffix, threads per block, rows per block, whether the tier uses shared memory
-/// partial sums and whether it prefetches rows, for a row of `n_cols` elements.
-#[cfg(feature = "cuda")]
-fn layer_norm_cuda_tier(
-    n_cols: usize,
-    dtype: DType,
-    tiers: &[(usize, usize, bool, bool)],
-) -> (String, u32, usize, bool, bool) {
-    let n_vecs = n_cols.div_ceil(16 / dtype.size_in_bytes());
-    let tier = tiers
-        .iter()
-        .find(|(lanes, vecs, _, _)| lanes * vecs >= n_vecs);
-    match tier {
-        Some(&(lanes, vecs, smem, prefetch)) => {
-            let block_dim = lanes.max(128);
-            let smem_suffix = if smem { "s" } else { "" };
-            let prefetch_suffix = if prefetch { "p" } else { "" };
-            let tag = format!("l{lanes}v{vecs}{smem_suffix}{prefetch_suffix}");
-            (tag, block_dim as u32, block_dim / lanes, smem, prefetch)
-        }
-        None => ("big".to_string(), 1024, 1, false, false),
-    }
-}
-
-#[cfg(feature = "cuda")]
-fn layer_norm_cuda_view<'a, T>(
-    s: &'a candle::cuda_backend::cudarc::driver::CudaSlice<T>,
-    l: &Layout,
-    name: &str,
-) -> Result<candle::cuda_backend::cudarc::driver::CudaView<'a, T>> {
-    match l.contiguous_offsets() {
-        None => candle::bail!("layer-norm {name} has to be contiguous"),
-        Some((o1, o2)) => Ok(s.slice(o1..o2)),
-    }
-}
-
-#[cfg(feature = "cuda")]
-fn layer_norm_cuda_fwd<T>(
-    dev: &candle::CudaDevice,
-    (xs, l): (&candle::CudaStorage, &Layout),
-    alpha: Option<(&candle::CudaStorage, &Layout)>,
-    beta: Option<(&candle::CudaStorage, &Layout)>,
-    eps: f32,
-) -> Result<candle::CudaStorage>
-where
-    T: candle::cuda_backend::CudaDType
-        + candle::WithDType
-        + candle::cuda_backend::cudarc::driver::DeviceRepr,
-{
-    use candle::cuda_backend::cudarc::driver::{sys, LaunchConfig, PushKernelArg};
-    use candle::cuda_backend::{kernel_name, kernels, WrapErr};
-
-    let xs = layer_norm_cuda_view(xs.as_cuda_slice::<T>()?, l, "input")?;
-    let alpha = match alpha {
-        None => None,
-        Some((s, l)) => Some(layer_norm_cuda_view(s.as_cuda_slice::<T>()?, l, "alpha")?),
-    };
-    let beta = match beta {
-        None => None,
-        Some((s, l)) => Some(layer_norm_cuda_view(s.as_cuda_slice::<T>()?, l, "beta")?),
-    };
-    let el_count = l.shape().elem_count();
-    let n_cols = l.dims().last().copied().unwrap_or(1);
-    // SAFETY: Set later by running the kernel.
-    let dst = unsafe { dev.alloc::<T>(el_count)? };
-    if el_count > 0 {
-        let n_rows = el_count / n_cols;
-        let (tier, block_dim, rows_per_block, _, prefetch) =
-            layer_norm_cuda_tier(n_cols, T::DTYPE, &LAYER_NORM_CUDA_FWD_TIERS);
-        let name = kernel_name::<T>(&format!("layernorm_fwd_{tier}"));
-        let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
-        // One block per row group, the hardware schedules the blocks, except for the prefetching
-        // tiers which need several rows per block: as many blocks as can be resident.
-        let mut grid_dim = n_rows.div_ceil(rows_per_block).min(i32::MAX as usize);
-        if prefetch {
-            let n_sms = dev
-                .cuda_stream()
-                .context()
-                .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-                .w()? as usize;
-            let blocks_per_sm = func
-                .occupancy_max_active_blocks_per_multiprocessor(block_dim, 0, None)
-                .w()?
-                .max(1) as usize;
-            grid_dim = grid_dim.min(n_sms * blocks_per_sm);
-        }
-        let cfg = LaunchConfig {
-            grid_dim: (grid_dim as u32, 1, 1),
-            block_dim: (block_dim, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let null = 0u64;
-        let mut builder = func.builder();
-        builder.arg(&xs);
-        builder.arg(&dst);
-        match &alpha {
-            Some(alpha) => builder.arg(alpha),
-            None => builder.arg(&null),
-        };
-        match &beta {
-            Some(beta) => builder.arg(beta),
-            None => builder.arg(&null),
-        };
-        candle::builder_arg!(builder, n_rows as i64, n_cols as i64, eps);
-        // SAFETY: ffi.
-        unsafe { builder.launch(cfg) }.w()?;
-    }
-    Ok(candle::CudaStorage::wrap_cuda_slice(dst, dev.clone()))
-}
-
-/// Launches the fused backward: one kernel computes `dx` and per block partial sums for
-/// `dalpha`/`dbeta` over a persistent grid whose size only depends on the shape and the device,
-/// a second kernel adds the partial sums in a fixed order. No atomics so the result is
-/// deterministic.
-#[cfg(feature = "cuda")]
-#[allow(clippy::too_many_arguments)]
-fn layer_norm_cuda_bwd<T, A>(
-    dev: &candle::CudaDevice,
-    (xs, l): (&candle::CudaStorage, &Layout),
-    (grad, grad_l): (&candle::CudaStorage, &Layout),
-    alpha: Option<(&candle::CudaStorage, &Layout)>,
-    eps: f32,
-    alpha_grad: bool,
-    beta_grad: bool,
-) -> Result<candle::CudaStorage>
-where
-    T: candle::cuda_backend::CudaDType
-        + candle::WithDType
-        + candle::cuda_backend::cudarc::driver::DeviceRepr
-        + candle::cuda_backend::cudarc::driver::ValidAsZeroBits,
-    A: candle::cuda_backend::cudarc::driver::DeviceRepr
-        + candle::cuda_backend::cudarc::driver::ValidAsZeroBits,
-{
-    use candle::cuda_backend::cudarc::driver::{sys, LaunchConfig, PushKernelArg};
-    use candle::cuda_backend::{kernel_name, kernels, WrapErr};
-
-    let xs = layer_norm_cuda_view(xs.as_cuda_slice::<T>()?, l, "input")?;
-    let grad = layer_norm_cuda_view(grad.as_cuda_slice::<T>()?, grad_l, "grad")?;
-    let alpha = match alpha {
-        None => None,
-        Some((s, l)) => Some(layer_norm_cuda_view(s.as_cuda_slice::<T>()?, l, "alpha")?),
-    };
-    let el_count = l.shape().elem_count();
-    let n_cols = l.dims().last().copied().unwrap_or(1);
-    let n_params = alpha_grad as usize + beta_grad as usize;
-    if el_count == 0 {
-        let dst = dev.alloc_zeros::<T>(n_params * n_cols)?;
-        return Ok(candle::CudaStorage::wrap_cuda_slice(dst, dev.clone()));
-    }
-    let n_rows = el_count / n_cols;
-    // SAFETY: Set later by running the kernels.
-    let mut dst = unsafe { dev.alloc::<T>(el_count + n_params * n_cols)? };
-
-    let context = dev.cuda_stream().context().clone();
-    // Shared memory partial sums: two rows of `n_cols` (rounded up to whole vectors) `A`s, the
-    // tiers using them are skipped when this exceeds what a block can opt in to.
-    let elem_per_vec = 16 / T::DTYPE.size_in_bytes();
-    let smem_bytes = 2 * n_cols.div_ceil(elem_per_vec) * elem_per_vec * std::mem::size_of::<A>();
-    let max_smem = context
-        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-        .w()? as usize;
-    let tiers: Vec<(usize, usize, bool, bool)> = LAYER_NORM_CUDA_BWD_TIERS
-        .iter()
-        .filter(|(_, _, smem, _)| !smem || smem_bytes <= max_smem)
-        .copied()
-        .collect();
-    // The grid below is persistent for every tier, prefetching or not.
-    let (tier, block_dim, rows_per_block, smem, _) = layer_norm_cuda_tier(n_cols, T::DTYPE, &tiers);
-    let smem_bytes = if smem { smem_bytes } else { 0 };
-    let name = kernel_name::<T>(&format!("layernorm_bwd_{tier}"));
-    let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
-    if smem_bytes > 48 * 1024 {
-        func.set_attribute(
-            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            smem_bytes as i32,
-        )
-        .w()?;
-    }
-    // A persistent grid of as many blocks as can be resident: its size only depends on the
-    // shape and the device so the partial sums are added in the same order on every run.
-    let n_sms = context
-        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-        .w()? as usize;
-    let blocks_per_sm = func
-        .occupancy_max_active_blocks_per_multiprocessor(block_dim, smem_bytes, None)
-        .w()?
-        .max(1) as usize;
-    let n_blocks = n_rows.div_ceil(rows_per_block).min(n_sms * blocks_per_sm);
-    let cfg = LaunchConfig {
-        grid_dim: (n_blocks as u32, 1, 1),
-        block_dim: (block_dim, 1, 1),
-        shared_mem_bytes: smem_bytes as u32,
-    };
-    // SAFETY: Set later by running the kernel, every block writes its row.
-    let dalpha_part = match alpha_grad {
-        true => Some(unsafe { dev.alloc::<A>(n_blocks * n_cols)? }),
-        false => None,
-    };
-    let dbeta_part = match beta_grad {
-        true => Some(unsafe { dev.alloc::<A>(n_blocks * n_cols)? }),
-        false => None,
-    };
-    let null = 0u64;
-    let (mut dxs, mut dparams) = dst.split_at_mut(el_count);
-    {
-        let mut builder = func.builder();
-        builder.arg(&xs);
-        builder.arg(&grad);
-        match &alpha {
-            Some(alpha) => builder.arg(alpha),
-            None => builder.arg(&null),
-        };
-        builder.arg(&mut dxs);
-        match &dalpha_part {
-            Some(p) => builder.arg(p),
-            None => builder.arg(&null),
-        };
-        match &dbeta_part {
-            Some(p) => builder.arg(p),
-            None => builder.arg(&null),
-        };
-        candle::builder_arg!(builder, n_rows as i64, n_cols as i64, eps);
-        // SAFETY: ffi.
-        unsafe { builder.launch(cfg) }.w()?;
-    }
-    if n_params > 0 {
-        let (mut dalpha, mut dbeta) = dparams.split_at_mut(if alpha_grad { n_cols } else { 0 });
-        let cfg = LaunchConfig {
-            grid_dim: (n_cols.div_ceil(32) as u32, 1, 1),
-            block_dim: (1024, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let name = kernel_name::<T>("layernorm_bwd_reduce");
-        let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
-        let mut builder = func.builder();
-        match &dalpha_part {
-            Some(p) => builder.arg(p),
-            None => builder.arg(&null),
-        };
-        match &dbeta_part {
-            Some(p) => builder.arg(p),
-            None => builder.arg(&null),
-        };
-        match alpha_grad {
-            true => builder.arg(&mut dalpha),
-            false => builder.arg(&null),
-        };
-        match beta_grad {
-            true => builder.arg(&mut dbeta),
-            false => builder.arg(&null),
-        };
-        candle::builder_arg!(builder, n_blocks as i64, n_cols as i64);
-        // SAFETY: ffi.
-        unsafe { builder.launch(cfg) }.w()?;
-    }
-    Ok(candle::CudaStorage::wrap_cuda_slice(dst, dev.clone()))
-}
-
 /// The fused layer norm over the last dimension. `alpha` and `beta` are the optional trailing
 /// inputs of the custom op, in this order.
 #[derive(Debug, Clone)]
@@ -1203,10 +904,10 @@ impl LayerNorm {
         let dev = xs.device();
         let (x, eps) = ((xs, l), self.eps);
         let storage = match xs.dtype() {
-            DType::BF16 => layer_norm_cuda_fwd::<half::bf16>(dev, x, alpha, beta, eps)?,
-            DType::F16 => layer_norm_cuda_fwd::<half::f16>(dev, x, alpha, beta, eps)?,
-            DType::F32 => layer_norm_cuda_fwd::<f32>(dev, x, alpha, beta, eps)?,
-            DType::F64 => layer_norm_cuda_fwd::<f64>(dev, x, alpha, beta, eps)?,
+            DType::BF16 => layer_norm_cuda::fwd::<half::bf16>(dev, x, alpha, beta, eps)?,
+            DType::F16 => layer_norm_cuda::fwd::<half::f16>(dev, x, alpha, beta, eps)?,
+            DType::F32 => layer_norm_cuda::fwd::<f32>(dev, x, alpha, beta, eps)?,
+            DType::F64 => layer_norm_cuda::fwd::<f64>(dev, x, alpha, beta, eps)?,
             dt => candle::bail!("layer-norm is not implemented for {dt:?}"),
         };
         Ok((storage, l.shape().clone()))
@@ -1575,10 +1276,10 @@ impl LayerNormBwd {
         let (x, g, eps) = ((xs, l), (grad, grad_l), self.eps);
         let (da, db) = (self.has_alpha, self.has_beta);
         let storage = match xs.dtype() {
-            DType::BF16 => layer_norm_cuda_bwd::<half::bf16, f32>(dev, x, g, alpha, eps, da, db)?,
-            DType::F16 => layer_norm_cuda_bwd::<half::f16, f32>(dev, x, g, alpha, eps, da, db)?,
-            DType::F32 => layer_norm_cuda_bwd::<f32, f32>(dev, x, g, alpha, eps, da, db)?,
-            DType::F64 => layer_norm_cuda_bwd::<f64, f64>(dev, x, g, alpha, eps, da, db)?,
+            DType::BF16 => layer_norm_cuda::bwd::<half::bf16, f32>(dev, x, g, alpha, eps, da, db)?,
+            DType::F16 => layer_norm_cuda::bwd::<half::f16, f32>(dev, x, g, alpha, eps, da, db)?,
+            DType::F32 => layer_norm_cuda::bwd::<f32, f32>(dev, x, g, alpha, eps, da, db)?,
+            DType::F64 => layer_norm_cuda::bwd::<f64, f64>(dev, x, g, alpha, eps, da, db)?,
             dt => candle::bail!("layer-norm is not implemented for {dt:?}"),
         };
         Ok((storage, self.packed_shape(l)))

@@ -1,0 +1,355 @@
+// Fused LayerNorm: primitives shared by the forward (layer_norm_fwd.cuh) and the
+// backward (layer_norm_bwd.cuh) kernels. See layer_norm.cu for the launch ABI.
+#pragma once
+
+// Only the fp16/bf16 headers (not cuda_utils.cuh): its compatibility shims
+// assume a device-only compile and clash with a host pass.
+#include "cuda_bf16.h"
+#include "cuda_fp16.h"
+#include <stdint.h>
+
+// The kernels are also compiled by a host + device test harness: its host pass
+// has no __CUDA_ARCH__ and must still see the kernel declarations.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#define LN_HAS_BF16 1
+#endif
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 530
+#define LN_HAS_F16 1
+#endif
+
+namespace layer_norm {
+
+template <typename T> struct acc_type { typedef float type; };
+template <> struct acc_type<double> { typedef double type; };
+
+__device__ __forceinline__ float ln_rstd(float var, float eps) { return rsqrtf(var + eps); }
+__device__ __forceinline__ double ln_rstd(double var, float eps) { return 1.0 / sqrt(var + (double)eps); }
+
+// 16 bytes of a row: the unit of the vector path and of the register layout.
+// Stored as four 32-bit words so that 16-bit dtypes stay packed two per
+// register; elements are converted to ACC at each use (get) rather than kept
+// converted, which would double the register footprint of the wide tiers.
+template <typename T> struct Pack {
+  static constexpr int N = 16 / sizeof(T);
+  uint32_t w[4];
+  __device__ __forceinline__ void zero() { w[0] = w[1] = w[2] = w[3] = 0u; }
+};
+
+// Per-dtype element access. j is a compile-time constant after unrolling.
+template <typename T> struct Elem;
+
+template <> struct Elem<float> {
+  typedef uint32_t bits;
+  static __device__ __forceinline__ float get(const Pack<float> &p, int j) { return __uint_as_float(p.w[j]); }
+  static __device__ __forceinline__ void set(Pack<float> &p, int j, float v) { p.w[j] = __float_as_uint(v); }
+  static __device__ __forceinline__ void set_bits(Pack<float> &p, int j, bits b) { p.w[j] = b; }
+  static __device__ __forceinline__ bits get_bits(const Pack<float> &p, int j) { return p.w[j]; }
+};
+
+template <> struct Elem<double> {
+  typedef unsigned long long bits;
+  static __device__ __forceinline__ double get(const Pack<double> &p, int j) {
+    return __hiloint2double((int)p.w[2 * j + 1], (int)p.w[2 * j]);
+  }
+  static __device__ __forceinline__ void set(Pack<double> &p, int j, double v) {
+    p.w[2 * j] = (uint32_t)__double2loint(v);
+    p.w[2 * j + 1] = (uint32_t)__double2hiint(v);
+  }
+  static __device__ __forceinline__ void set_bits(Pack<double> &p, int j, bits b) {
+    p.w[2 * j] = (uint32_t)b;
+    p.w[2 * j + 1] = (uint32_t)(b >> 32);
+  }
+  static __device__ __forceinline__ bits get_bits(const Pack<double> &p, int j) {
+    return ((bits)p.w[2 * j + 1] << 32) | p.w[2 * j];
+  }
+};
+
+// Shared by the two 16-bit dtypes: element j is half j % 2 of word j / 2.
+struct Elem16 {
+  typedef unsigned short bits;
+  template <typename P> static __device__ __forceinline__ void set_bits(P &p, int j, bits b) {
+    p.w[j / 2] = (j & 1) ? ((p.w[j / 2] & 0xffffu) | ((uint32_t)b << 16)) : ((p.w[j / 2] & 0xffff0000u) | b);
+  }
+  template <typename P> static __device__ __forceinline__ bits get_bits(const P &p, int j) {
+    return (bits)((j & 1) ? (p.w[j / 2] >> 16) : (p.w[j / 2] & 0xffffu));
+  }
+};
+
+// The conversions are volatile asm on purpose: with plain intrinsics the
+// compiler hoists them and keeps the whole row as floats (-> spills).
+#ifdef LN_HAS_F16
+template <> struct Elem<__half> : Elem16 {
+  static __device__ __forceinline__ float get(const Pack<__half> &p, int j) {
+#ifdef __CUDA_ARCH__
+    float f;
+    if (j & 1)
+      asm volatile("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; cvt.f32.f16 %0, hi; }" : "=f"(f) : "r"(p.w[j / 2]));
+    else
+      asm volatile("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; cvt.f32.f16 %0, lo; }" : "=f"(f) : "r"(p.w[j / 2]));
+    return f;
+#else
+    return 0.f;
+#endif
+  }
+  static __device__ __forceinline__ void set(Pack<__half> &p, int j, float v) {
+    set_bits(p, j, __half_as_ushort(__float2half_rn(v)));
+  }
+};
+#endif
+
+#ifdef LN_HAS_BF16
+template <> struct Elem<__nv_bfloat16> : Elem16 {
+  static __device__ __forceinline__ float get(const Pack<__nv_bfloat16> &p, int j) {
+#ifdef __CUDA_ARCH__
+    uint32_t u;
+    if (j & 1)
+      asm volatile("and.b32 %0, %1, 0xffff0000;" : "=r"(u) : "r"(p.w[j / 2]));
+    else
+      asm volatile("shl.b32 %0, %1, 16;" : "=r"(u) : "r"(p.w[j / 2]));
+    return __uint_as_float(u);
+#else
+    return 0.f;
+#endif
+  }
+  static __device__ __forceinline__ void set(Pack<__nv_bfloat16> &p, int j, float v) {
+    set_bits(p, j, __bfloat16_as_ushort(__float2bfloat16_rn(v)));
+  }
+};
+#endif
+
+__device__ __forceinline__ bool aligned16(const void *p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+
+// Vector path iff every row starts 16-byte aligned and no vector straddles the
+// end of a row. Uniform over the grid.
+template <typename T>
+__device__ __forceinline__ bool use_vec(int64_t ncols, const void *a, const void *b,
+                                        const void *c, const void *d) {
+  constexpr int V = Pack<T>::N;
+  return (ncols % V) == 0 && aligned16(a) && aligned16(b) && aligned16(c) && aligned16(d);
+}
+
+// Number of valid elements in vector slot `slot` of a row (0..V).
+template <int V>
+__device__ __forceinline__ int slot_valid(int64_t slot, int64_t ncols) {
+  const int64_t r = ncols - slot * V;
+  return r <= 0 ? 0 : (r >= V ? V : (int)r);
+}
+
+
+// Loads vector slot `slot` of the row at p into the register layout; elements
+// past the end of the row (j >= nvalid) are zero. In vector mode nvalid is
+// either 0 or V, so a full slot is one 16-byte load.
+template <typename T>
+__device__ __forceinline__ Pack<T> load_pack(const T *__restrict__ p, int64_t slot, int nvalid, bool vec) {
+  typedef typename Elem<T>::bits B;
+  constexpr int V = Pack<T>::N;
+  Pack<T> r;
+  if (vec && nvalid == V) {
+    const uint4 u = __ldg(reinterpret_cast<const uint4 *>(p + slot * V));
+    r.w[0] = u.x;
+    r.w[1] = u.y;
+    r.w[2] = u.z;
+    r.w[3] = u.w;
+  } else {
+    r.zero();
+    const B *q = reinterpret_cast<const B *>(p) + slot * V;
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      if (j < nvalid)
+        Elem<T>::set_bits(r, j, q[j]);
+  }
+  return r;
+}
+
+template <typename T>
+__device__ __forceinline__ void store_pack(T *__restrict__ p, int64_t slot, int nvalid, bool vec, const Pack<T> &r) {
+  typedef typename Elem<T>::bits B;
+  constexpr int V = Pack<T>::N;
+  if (vec && nvalid == V) {
+    *reinterpret_cast<uint4 *>(p + slot * V) = make_uint4(r.w[0], r.w[1], r.w[2], r.w[3]);
+  } else {
+    B *q = reinterpret_cast<B *>(p) + slot * V;
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      if (j < nvalid)
+        q[j] = Elem<T>::get_bits(r, j);
+  }
+}
+
+// Sums N values over the LANES threads that share a row; every thread of the
+// group gets the same bits back (xor butterflies are symmetric and the
+// cross-warp step sums the per-warp values in a fixed order in every thread).
+// sbuf ([N][32] in shared memory) is only used when LANES > 32; the row group
+// of a thread is warps [w0, w0 + LANES / 32) of the block. Consecutive calls
+// must use different buffers: there is no barrier after the read.
+template <int LANES, int N, typename ACC>
+__device__ __forceinline__ void row_allreduce(ACC (&v)[N], ACC *sbuf) {
+  constexpr int W = LANES < 32 ? LANES : 32;
+#pragma unroll
+  for (int m = W / 2; m > 0; m >>= 1)
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      v[i] += __shfl_xor_sync(0xffffffffu, v[i], m);
+  if constexpr (LANES > 32) {
+    constexpr int NW = LANES / 32;
+    const int warp = threadIdx.x / 32;
+    const int w0 = warp - warp % NW;
+    if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+        sbuf[i * 32 + warp] = v[i];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      ACC s = sbuf[i * 32 + w0];
+#pragma unroll
+      for (int k = 1; k < NW; ++k)
+        s += sbuf[i * 32 + w0 + k];
+      v[i] = s;
+    }
+  }
+}
+
+// The prologue of every resident kernel: a row group of LANES threads holds a
+// row, thread `lane` owns the vector slots lane + k * LANES (k < VECS) of every
+// row its group processes, groups step through the rows grid-stride.
+template <typename T, int LANES, int VECS> struct RowGroup {
+  using ACC = typename acc_type<T>::type;
+  static constexpr int V = Pack<T>::N;
+  static constexpr int THREADS = LANES < 128 ? 128 : LANES;
+  static constexpr int RPB = THREADS / LANES;
+
+  int lane, grp;
+  // Valid elements of each owned slot: the columns a thread owns do not depend on the row.
+  int nv[VECS];
+  int64_t stride;
+  ACC inv_n;
+
+  __device__ __forceinline__ explicit RowGroup(int64_t ncols) {
+    lane = threadIdx.x % LANES;
+    grp = threadIdx.x / LANES;
+#pragma unroll
+    for (int k = 0; k < VECS; ++k)
+      nv[k] = slot_valid<V>(lane + k * LANES, ncols);
+    stride = (int64_t)gridDim.x * RPB;
+    inv_n = ACC(1) / ACC(ncols);
+  }
+
+  // First row of the group in this block; row0 is uniform over the block.
+  __device__ __forceinline__ int64_t first_row0() const { return (int64_t)blockIdx.x * RPB; }
+
+  // The shift K = the row's first element (held by lane 0 of the group).
+  __device__ __forceinline__ ACC shift(const Pack<T> (&xr)[VECS], const T *xrow, bool active,
+                                       int64_t ncols) const {
+    if constexpr (LANES <= 32) {
+      return __shfl_sync(0xffffffffu, Elem<T>::get(xr[0], 0), 0, LANES);
+    } else {
+      const Pack<T> first = load_pack(xrow, 0, active && ncols > 0 ? 1 : 0, false);
+      return Elem<T>::get(first, 0);
+    }
+  }
+
+  // Mean of x - shift over the row; every thread of the group gets the same bits.
+  __device__ __forceinline__ ACC mean(const Pack<T> (&xr)[VECS], ACC shift, ACC *sbuf) const {
+    ACC s[1] = {ACC(0)};
+#pragma unroll
+    for (int k = 0; k < VECS; ++k)
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        if (j < nv[k])
+          s[0] += Elem<T>::get(xr[k], j) - shift;
+    row_allreduce<LANES>(s, sbuf);
+    return s[0] * inv_n;
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Big kernels: one row per 1024-thread block, the row is streamed twice (the
+// second read mostly hits L2). Statistics use Welford per thread (one
+// 16-byte chunk at a time) and Chan's merge across threads.
+// ---------------------------------------------------------------------------
+
+constexpr int BIG_THREADS = 1024;
+
+template <typename ACC> struct Welford {
+  ACC n, mean, m2;
+};
+
+// Chan et al.: merge the (count, mean, M2) of two disjoint sets.
+template <typename ACC>
+__device__ __forceinline__ void welford_merge(Welford<ACC> &a, ACC nb, ACC mb, ACC m2b) {
+  const ACC n = a.n + nb;
+  if (n == ACC(0))
+    return;
+  const ACC f = nb / n;
+  const ACC delta = mb - a.mean;
+  a.mean += delta * f;
+  a.m2 += m2b + delta * delta * a.n * f;
+  a.n = n;
+}
+
+// Folds one chunk of nv (>= 1) elements, shifted by `shift`, into a.
+template <typename T, typename ACC>
+__device__ __forceinline__ void welford_chunk(Welford<ACC> &a, const Pack<T> &xr, int nv, ACC shift) {
+  constexpr int V = Pack<T>::N;
+  ACC s = ACC(0);
+#pragma unroll
+  for (int j = 0; j < V; ++j)
+    if (j < nv)
+      s += Elem<T>::get(xr, j) - shift;
+  const ACC cn = ACC(nv);
+  const ACC cm = s / cn;
+  ACC c2 = ACC(0);
+#pragma unroll
+  for (int j = 0; j < V; ++j)
+    if (j < nv) {
+      const ACC d = (Elem<T>::get(xr, j) - shift) - cm;
+      c2 += d * d;
+    }
+  welford_merge(a, cn, cm, c2);
+}
+
+// Block-wide Welford merge plus NS plain sums; every thread gets the same
+// bits (warp tree into lane 0, then each thread merges the 32 warps in order).
+// sh must hold (3 + NS) * 32 ACC.
+template <int NS, typename ACC>
+__device__ __forceinline__ void big_allreduce(Welford<ACC> &a, ACC *s, ACC *sh) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    const ACC nb = __shfl_down_sync(0xffffffffu, a.n, off);
+    const ACC mb = __shfl_down_sync(0xffffffffu, a.mean, off);
+    const ACC m2b = __shfl_down_sync(0xffffffffu, a.m2, off);
+    welford_merge(a, nb, mb, m2b);
+#pragma unroll
+    for (int i = 0; i < NS; ++i)
+      s[i] += __shfl_down_sync(0xffffffffu, s[i], off);
+  }
+  const int warp = threadIdx.x / 32;
+  __syncthreads(); // the previous row's readers are done with sh
+  if ((threadIdx.x & 31) == 0) {
+    sh[warp] = a.n;
+    sh[32 + warp] = a.mean;
+    sh[64 + warp] = a.m2;
+#pragma unroll
+    for (int i = 0; i < NS; ++i)
+      sh[(3 + i) * 32 + warp] = s[i];
+  }
+  __syncthreads();
+  a.n = sh[0];
+  a.mean = sh[32];
+  a.m2 = sh[64];
+#pragma unroll
+  for (int i = 0; i < NS; ++i)
+    s[i] = sh[(3 + i) * 32];
+  for (int k = 1; k < BIG_THREADS / 32; ++k) {
+    welford_merge(a, sh[k], sh[32 + k], sh[64 + k]);
+#pragma unroll
+    for (int i = 0; i < NS; ++i)
+      s[i] += sh[(3 + i) * 32 + k];
+  }
+}
+
+} // namespace layer_norm

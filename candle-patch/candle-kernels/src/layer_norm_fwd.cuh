@@ -1,0 +1,153 @@
+// Fused LayerNorm forward: resident tiers (the row in registers) and the big
+// kernel (rows beyond the widest tier, streamed twice). See layer_norm.cu.
+#pragma once
+#include "layer_norm_common.cuh"
+
+namespace layer_norm {
+
+// ---------------------------------------------------------------------------
+// Resident tiers: the row lives in registers (raw T, converted on the fly).
+// ---------------------------------------------------------------------------
+
+// PREFETCH: the loads of the group's next row are issued before the current
+// row is reduced, so that with a grid of resident blocks the memory latency
+// of one row overlaps the reductions of the previous one.
+template <typename T, int LANES, int VECS, bool PREFETCH>
+__device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restrict__ y,
+                                             const T *__restrict__ w, const T *__restrict__ b,
+                                             int64_t nrows, int64_t ncols, float eps) {
+  using G = RowGroup<T, LANES, VECS>;
+  using ACC = typename G::ACC;
+  constexpr int V = G::V;
+  __shared__ ACC sred[2][32];
+
+  const G rg(ncols);
+  const int lane = rg.lane;
+  const bool vec = use_vec<T>(ncols, x, y, w, b);
+  const int64_t stride = rg.stride;
+
+  Pack<T> xr[VECS];
+  if constexpr (PREFETCH) {
+    const int64_t row = rg.first_row0() + rg.grp;
+#pragma unroll
+    for (int k = 0; k < VECS; ++k)
+      xr[k] = load_pack(x + row * ncols, lane + k * LANES, row < nrows ? rg.nv[k] : 0, vec);
+  }
+
+  // row0 is uniform over the block, so every lane runs the shuffles below
+  // even when its own row is past the end.
+  for (int64_t row0 = rg.first_row0(); row0 < nrows; row0 += stride) {
+    const int64_t row = row0 + rg.grp;
+    const bool active = row < nrows;
+    const T *xrow = x + row * ncols;
+
+    Pack<T> xn[PREFETCH ? VECS : 1];
+    if constexpr (PREFETCH) {
+      const int64_t nrow = row + stride;
+#pragma unroll
+      for (int k = 0; k < VECS; ++k)
+        xn[k] = load_pack(x + nrow * ncols, lane + k * LANES, nrow < nrows ? rg.nv[k] : 0, vec);
+    } else {
+#pragma unroll
+      for (int k = 0; k < VECS; ++k)
+        xr[k] = load_pack(xrow, lane + k * LANES, active ? rg.nv[k] : 0, vec);
+    }
+
+    const ACC shift = rg.shift(xr, xrow, active, ncols);
+    const ACC mean = rg.mean(xr, shift, sred[0]); // mean of x - shift
+
+    // Second pass over the registers: sum of squared deviations.
+    ACC q[1] = {ACC(0)};
+#pragma unroll
+    for (int k = 0; k < VECS; ++k)
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        if (j < rg.nv[k]) {
+          const ACC d = (Elem<T>::get(xr[k], j) - shift) - mean;
+          q[0] += d * d;
+        }
+    row_allreduce<LANES>(q, sred[1]);
+    const ACC rstd = ln_rstd(max(q[0] * rg.inv_n, ACC(0)), eps);
+
+    if (active) {
+      T *yrow = y + row * ncols;
+#pragma unroll
+      for (int k = 0; k < VECS; ++k) {
+        if (rg.nv[k] == 0)
+          continue;
+        const int64_t slot = lane + k * LANES;
+        Pack<T> wr, br, o;
+        o.zero();
+        if (w)
+          wr = load_pack(w, slot, rg.nv[k], vec);
+        if (b)
+          br = load_pack(b, slot, rg.nv[k], vec);
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          ACC v = ((Elem<T>::get(xr[k], j) - shift) - mean) * rstd;
+          if (w)
+            v *= Elem<T>::get(wr, j);
+          if (b)
+            v += Elem<T>::get(br, j);
+          Elem<T>::set(o, j, v);
+        }
+        store_pack(yrow, slot, rg.nv[k], vec, o);
+      }
+    }
+    if constexpr (PREFETCH) {
+#pragma unroll
+      for (int k = 0; k < VECS; ++k)
+        xr[k] = xn[k];
+    }
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void fwd_big(const T *__restrict__ x, T *__restrict__ y,
+                                        const T *__restrict__ w, const T *__restrict__ b,
+                                        int64_t nrows, int64_t ncols, float eps) {
+  using ACC = typename acc_type<T>::type;
+  constexpr int V = Pack<T>::N;
+  __shared__ ACC sh[3 * 32];
+  const bool vec = use_vec<T>(ncols, x, y, w, b);
+  const int64_t nvec = (ncols + V - 1) / V;
+  for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
+    const T *xrow = x + row * ncols;
+    ACC shift = ACC(0);
+    if (ncols > 0) {
+      const Pack<T> first = load_pack(xrow, 0, 1, false);
+      shift = Elem<T>::get(first, 0);
+    }
+    Welford<ACC> a = {ACC(0), ACC(0), ACC(0)};
+    for (int64_t slot = threadIdx.x; slot < nvec; slot += BIG_THREADS) {
+      const int nv = slot_valid<V>(slot, ncols);
+      welford_chunk<T>(a, load_pack(xrow, slot, nv, vec), nv, shift);
+    }
+    big_allreduce<0>(a, (ACC *)nullptr, sh);
+    const ACC mean = a.mean;
+    const ACC rstd = ln_rstd(max(a.m2 / ACC(ncols), ACC(0)), eps);
+    T *yrow = y + row * ncols;
+    for (int64_t slot = threadIdx.x; slot < nvec; slot += BIG_THREADS) {
+      const int nv = slot_valid<V>(slot, ncols);
+      const Pack<T> xr = load_pack(xrow, slot, nv, vec);
+      Pack<T> wr, br, o;
+      o.zero();
+      if (w)
+        wr = load_pack(w, slot, nv, vec);
+      if (b)
+        br = load_pack(b, slot, nv, vec);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        ACC v = ((Elem<T>::get(xr, j) - shift) - mean) * rstd;
+        if (w)
+          v *= Elem<T>::get(wr, j);
+        if (b)
+          v += Elem<T>::get(br, j);
+        Elem<T>::set(o, j, v);
+      }
+      store_pack(yrow, slot, nv, vec, o);
+    }
+  }
+}
+
+} // namespace layer_norm

@@ -1,0 +1,83 @@
+// The tier registry of the fused LayerNorm kernels: the one list that the
+// kernels (layer_norm.cu), the host (candle-nn, which reads this file as
+// `candle_kernels::LAYER_NORM_TIERS`) and the kernel test harness all use.
+//
+//   X(tag, lanes, vecs, smem, prefetch, min_blocks)
+//
+// lanes threads share a row, each holding vecs 16-byte vectors of it
+// (tag l<lanes>v<vecs>, plus `s` when the backward keeps its dw / db partials
+// in dynamic shared memory, `p` when the kernel prefetches the next row of
+// its group); min_blocks is the backward's __launch_bounds__ minimum of
+// resident blocks per SM (it caps the registers; the forward ignores it).
+//
+// The host picks the first tier of a list whose lanes * vecs covers the row's
+// vectors, so each list is sorted by lanes * vecs; longer rows use the `big`
+// kernels. The shipped lists are what production PTX holds. The sweep lists
+// are candidates that only the harness compiles (-DLAYER_NORM_SWEEP) to
+// re-tune the shipped lists; moving a tier between the two is a one-line
+// change. Both lists were picked from a sweep of every tier on an H200.
+
+#define LAYER_NORM_FWD_TIERS(X)                                                                    \
+  X(l1v1, 1, 1, 0, 0, 1)                                                                           \
+  X(l2v1, 2, 1, 0, 0, 1)                                                                           \
+  X(l4v1, 4, 1, 0, 0, 1)                                                                           \
+  X(l8v1, 8, 1, 0, 0, 1)                                                                           \
+  X(l16v1, 16, 1, 0, 0, 1)                                                                         \
+  X(l32v1, 32, 1, 0, 0, 1)                                                                         \
+  X(l32v2, 32, 2, 0, 0, 1)                                                                         \
+  X(l32v4, 32, 4, 0, 0, 1)                                                                         \
+  X(l128v2, 128, 2, 0, 0, 1)                                                                       \
+  X(l128v4, 128, 4, 0, 0, 1)                                                                       \
+  X(l256v4, 256, 4, 0, 0, 1)                                                                       \
+  X(l512v4, 512, 4, 0, 0, 1)                                                                       \
+  X(l512v8p, 512, 8, 0, 1, 1)                                                                      \
+  X(l1024v8, 1024, 8, 0, 0, 1)
+
+// The backward holds x, dy and two accumulators per element: fewer vectors
+// per thread than the forward, and shared memory partials for the widest rows
+// (the host skips an `s` tier when 2 * ncols accumulators exceed the device's
+// opt-in shared memory).
+#define LAYER_NORM_BWD_TIERS(X)                                                                    \
+  X(l1v1, 1, 1, 0, 0, 1)                                                                           \
+  X(l2v1, 2, 1, 0, 0, 1)                                                                           \
+  X(l4v1, 4, 1, 0, 0, 1)                                                                           \
+  X(l8v1, 8, 1, 0, 0, 1)                                                                           \
+  X(l16v1, 16, 1, 0, 0, 1)                                                                         \
+  X(l32v1, 32, 1, 0, 0, 1)                                                                         \
+  X(l32v2, 32, 2, 0, 0, 1)                                                                         \
+  X(l128v1, 128, 1, 0, 0, 1)                                                                       \
+  X(l128v2, 128, 2, 0, 0, 1)                                                                       \
+  X(l512v1s, 512, 1, 1, 0, 2)                                                                      \
+  X(l256v4, 256, 4, 0, 0, 2)                                                                       \
+  X(l512v4sp, 512, 4, 1, 1, 1)                                                                     \
+  X(l1024v4s, 1024, 4, 1, 0, 1)
+
+#define LAYER_NORM_FWD_SWEEP_TIERS(X)                                                              \
+  X(l32v8, 32, 8, 0, 0, 1)                                                                         \
+  X(l64v1, 64, 1, 0, 0, 1)                                                                         \
+  X(l64v2, 64, 2, 0, 0, 1)                                                                         \
+  X(l128v1, 128, 1, 0, 0, 1)                                                                       \
+  X(l256v1, 256, 1, 0, 0, 1)                                                                       \
+  X(l256v2, 256, 2, 0, 0, 1)                                                                       \
+  X(l512v1, 512, 1, 0, 0, 1)                                                                       \
+  X(l512v2, 512, 2, 0, 0, 1)                                                                       \
+  X(l1024v2, 1024, 2, 0, 0, 1)                                                                     \
+  X(l1024v4, 1024, 4, 0, 0, 1)
+
+#define LAYER_NORM_BWD_SWEEP_TIERS(X)                                                              \
+  X(l32v4, 32, 4, 0, 0, 1)                                                                         \
+  X(l32v8, 32, 8, 0, 0, 1)                                                                         \
+  X(l64v1, 64, 1, 0, 0, 1)                                                                         \
+  X(l64v2, 64, 2, 0, 0, 1)                                                                         \
+  X(l128v4, 128, 4, 0, 0, 1)                                                                       \
+  X(l256v1, 256, 1, 0, 0, 1)                                                                       \
+  X(l256v2, 256, 2, 0, 0, 1)                                                                       \
+  X(l512v4, 512, 4, 0, 0, 1)                                                                       \
+  X(l128v2s, 128, 2, 1, 0, 1)                                                                      \
+  X(l128v4s, 128, 4, 1, 0, 1)                                                                      \
+  X(l256v2s, 256, 2, 1, 0, 1)                                                                      \
+  X(l256v4s, 256, 4, 1, 0, 1)                                                                      \
+  X(l512v2s, 512, 2, 1, 0, 2)                                                                      \
+  X(l512v4s, 512, 4, 1, 0, 1)                                                                      \
+  X(l1024v1s, 1024, 1, 1, 0, 1)                                                                    \
+  X(l1024v2s, 1024, 2, 1, 0, 1)

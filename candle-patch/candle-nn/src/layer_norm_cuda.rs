@@ -1,0 +1,484 @@
+//! Host side of the fused CUDA layer norm kernels (`candle-kernels/src/layer_norm.cu`): which
+//! kernel a row width gets, and how it is launched.
+//!
+//! The kernel tiers come from the registry `candle-kernels/src/layer_norm_tiers.cuh`, which the
+//! kernels are instantiated from as well, so the host can only ask for kernels that exist.
+use std::sync::OnceLock;
+
+use candle::cuda_backend::cudarc::driver::{
+    sys, CudaFunction, CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg,
+    ValidAsZeroBits,
+};
+use candle::cuda_backend::{kernel_name, kernels, CudaDType, WrapErr};
+use candle::{CudaDevice, CudaStorage, DType, Layout, Result, WithDType};
+
+/// Which way a kernel goes: the registry has one tier list per direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Fwd,
+    Bwd,
+}
+
+impl Direction {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Fwd => "fwd",
+            Self::Bwd => "bwd",
+        }
+    }
+
+    fn registry_list(self) -> &'static str {
+        match self {
+            Self::Fwd => "LAYER_NORM_FWD_TIERS",
+            Self::Bwd => "LAYER_NORM_BWD_TIERS",
+        }
+    }
+
+    /// The shipped tiers of this direction, in the registry's order.
+    fn tiers(self) -> &'static [Tier] {
+        static FWD: OnceLock<Vec<Tier>> = OnceLock::new();
+        static BWD: OnceLock<Vec<Tier>> = OnceLock::new();
+        let cell = match self {
+            Self::Fwd => &FWD,
+            Self::Bwd => &BWD,
+        };
+        cell.get_or_init(|| {
+            parse_tiers(kernels::LAYER_NORM_TIERS, self.registry_list())
+                .unwrap_or_else(|e| panic!("candle-kernels layer_norm_tiers.cuh: {e}"))
+        })
+    }
+}
+
+/// One row of the registry: `lanes` threads share a row, each holding `vecs` 16-byte vectors of
+/// it; `smem`: the backward keeps its parameter partials in dynamic shared memory; `prefetch`:
+/// the kernel loads the next row of its group while reducing the current one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Tier {
+    tag: String,
+    lanes: usize,
+    vecs: usize,
+    smem: bool,
+    prefetch: bool,
+}
+
+/// Parses the rows `X(tag, lanes, vecs, smem, prefetch, min_blocks)` of the registry macro `list`.
+fn parse_tiers(registry: &str, list: &str) -> std::result::Result<Vec<Tier>, String> {
+    let define = format!("#define {list}(X)");
+    let start = registry
+        .find(&define)
+        .ok_or_else(|| format!("no `{define}`"))?;
+    let mut tiers: Vec<Tier> = vec![];
+    for line in registry[start..].lines().skip(1) {
+        let line = line.trim_end();
+        let row = line.trim_end_matches('\\').trim();
+        let Some(args) = row.strip_prefix("X(").and_then(|r| r.strip_suffix(')')) else {
+            return Err(format!("{list}: unexpected line `{line}`"));
+        };
+        let args: Vec<&str> = args.split(',').map(str::trim).collect();
+        let num = |i: usize| -> std::result::Result<usize, String> {
+            args.get(i)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("{list}: bad row `{row}`"))
+        };
+        let tier = Tier {
+            tag: args[0].to_string(),
+            lanes: num(1)?,
+            vecs: num(2)?,
+            smem: num(3)? != 0,
+            prefetch: num(4)? != 0,
+        };
+        num(5)?;
+        let tag = format!(
+            "l{}v{}{}{}",
+            tier.lanes,
+            tier.vecs,
+            if tier.smem { "s" } else { "" },
+            if tier.prefetch { "p" } else { "" }
+        );
+        if tier.tag != tag {
+            return Err(format!("{list}: tag {} should be {tag}", tier.tag));
+        }
+        if let Some(prev) = tiers.last() {
+            if prev.lanes * prev.vecs > tier.lanes * tier.vecs {
+                return Err(format!(
+                    "{list}: {} is not sorted by lanes * vecs",
+                    tier.tag
+                ));
+            }
+        }
+        tiers.push(tier);
+        if !line.ends_with('\\') {
+            return Ok(tiers);
+        }
+    }
+    Err(format!("{list}: unterminated"))
+}
+
+/// The kernel for a row: a resident tier, or the `big` kernel that streams the row twice.
+#[derive(Debug, Clone, Copy)]
+enum Kernel<'a> {
+    Resident(&'a Tier),
+    Big,
+}
+
+impl Kernel<'_> {
+    /// The one place that turns a tier into a kernel name.
+    fn name(&self, dir: Direction, dtype: DType) -> String {
+        let tag = match self {
+            Self::Resident(tier) => tier.tag.as_str(),
+            Self::Big => "big",
+        };
+        format!("layernorm_{}_{tag}_{}", dir.name(), dtype.as_str())
+    }
+}
+
+/// How one kernel is launched for a given shape.
+#[derive(Debug, Clone, Copy)]
+struct LaunchPlan<'a> {
+    kernel: Kernel<'a>,
+    /// Threads per block.
+    block_dim: u32,
+    /// Rows a block processes at once.
+    rows_per_block: usize,
+    /// Dynamic shared memory, bytes.
+    smem_bytes: usize,
+    /// The grid holds only as many blocks as can be resident, each loops over the rows.
+    persistent: bool,
+}
+
+impl<'a> LaunchPlan<'a> {
+    /// The first tier of `tiers` whose row fits, or the `big` kernel. `smem_bytes` is what an
+    /// `smem` tier needs, `max_smem` what a block can opt in to: tiers that do not fit are skipped.
+    fn new(
+        tiers: &'a [Tier],
+        n_cols: usize,
+        dtype: DType,
+        smem_bytes: usize,
+        max_smem: usize,
+    ) -> Self {
+        let n_vecs = n_cols.div_ceil(16 / dtype.size_in_bytes());
+        let tier = tiers
+            .iter()
+            .filter(|t| !t.smem || smem_bytes <= max_smem)
+            .find(|t| t.lanes * t.vecs >= n_vecs);
+        match tier {
+            Some(tier) => {
+                let block_dim = tier.lanes.max(128);
+                Self {
+                    kernel: Kernel::Resident(tier),
+                    block_dim: block_dim as u32,
+                    rows_per_block: block_dim / tier.lanes,
+                    smem_bytes: if tier.smem { smem_bytes } else { 0 },
+                    persistent: tier.prefetch,
+                }
+            }
+            None => Self {
+                kernel: Kernel::Big,
+                block_dim: 1024,
+                rows_per_block: 1,
+                smem_bytes: 0,
+                persistent: false,
+            },
+        }
+    }
+
+    /// Lets `func`, the plan's kernel, use the plan's dynamic shared memory.
+    fn prepare(&self, func: &CudaFunction) -> Result<()> {
+        if self.smem_bytes > 48 * 1024 {
+            func.set_attribute(
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                self.smem_bytes as i32,
+            )
+            .w()?;
+        }
+        Ok(())
+    }
+
+    /// Blocks for `n_rows` rows: one per row group, capped at the number of blocks that can be
+    /// resident at once when `persistent`. That number only depends on the kernel and the
+    /// device, so a persistent grid is the same on every run.
+    fn grid(&self, dev: &CudaDevice, func: &CudaFunction, n_rows: usize) -> Result<usize> {
+        let n_blocks = n_rows.div_ceil(self.rows_per_block).min(i32::MAX as usize);
+        if !self.persistent {
+            return Ok(n_blocks);
+        }
+        let n_sms = dev
+            .cuda_stream()
+            .context()
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .w()? as usize;
+        let blocks_per_sm = func
+            .occupancy_max_active_blocks_per_multiprocessor(self.block_dim, self.smem_bytes, None)
+            .w()?
+            .max(1) as usize;
+        Ok(n_blocks.min(n_sms * blocks_per_sm))
+    }
+
+    fn config(&self, n_blocks: usize) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (n_blocks as u32, 1, 1),
+            block_dim: (self.block_dim, 1, 1),
+            shared_mem_bytes: self.smem_bytes as u32,
+        }
+    }
+}
+
+fn view<'a, T>(s: &'a CudaSlice<T>, l: &Layout, name: &str) -> Result<CudaView<'a, T>> {
+    match l.contiguous_offsets() {
+        None => candle::bail!("layer-norm {name} has to be contiguous"),
+        Some((o1, o2)) => Ok(s.slice(o1..o2)),
+    }
+}
+
+fn opt_view<'a, T>(
+    s: Option<(&'a CudaStorage, &Layout)>,
+    name: &str,
+) -> Result<Option<CudaView<'a, T>>>
+where
+    T: CudaDType,
+{
+    match s {
+        None => Ok(None),
+        Some((s, l)) => Ok(Some(view(s.as_cuda_slice::<T>()?, l, name)?)),
+    }
+}
+
+/// The fused forward over the last dimension of `xs`; `alpha` and `beta` are optional.
+pub(crate) fn fwd<T>(
+    dev: &CudaDevice,
+    (xs, l): (&CudaStorage, &Layout),
+    alpha: Option<(&CudaStorage, &Layout)>,
+    beta: Option<(&CudaStorage, &Layout)>,
+    eps: f32,
+) -> Result<CudaStorage>
+where
+    T: CudaDType + WithDType + DeviceRepr,
+{
+    let xs = view(xs.as_cuda_slice::<T>()?, l, "input")?;
+    let alpha = opt_view::<T>(alpha, "alpha")?;
+    let beta = opt_view::<T>(beta, "beta")?;
+    let el_count = l.shape().elem_count();
+    let n_cols = l.dims().last().copied().unwrap_or(1);
+    // SAFETY: Set later by running the kernel.
+    let dst = unsafe { dev.alloc::<T>(el_count)? };
+    if el_count > 0 {
+        let n_rows = el_count / n_cols;
+        let plan = LaunchPlan::new(Direction::Fwd.tiers(), n_cols, T::DTYPE, 0, 0);
+        let name = plan.kernel.name(Direction::Fwd, T::DTYPE);
+        let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
+        plan.prepare(&func)?;
+        let cfg = plan.config(plan.grid(dev, &func, n_rows)?);
+        let null = 0u64;
+        let mut builder = func.builder();
+        builder.arg(&xs);
+        builder.arg(&dst);
+        match &alpha {
+            Some(alpha) => builder.arg(alpha),
+            None => builder.arg(&null),
+        };
+        match &beta {
+            Some(beta) => builder.arg(beta),
+            None => builder.arg(&null),
+        };
+        candle::builder_arg!(builder, n_rows as i64, n_cols as i64, eps);
+        // SAFETY: ffi.
+        unsafe { builder.launch(cfg) }.w()?;
+    }
+    Ok(CudaStorage::wrap_cuda_slice(dst, dev.clone()))
+}
+
+/// The fused backward: one kernel computes `dx` and per block partial sums for `dalpha`/`dbeta`
+/// over a persistent grid whose size only depends on the shape and the device, a second kernel
+/// adds the partial sums in a fixed order. No atomics, so the result is deterministic.
+///
+/// Returns one buffer: `dx` (the shape of `xs`), then `dalpha` and `dbeta` (`n_cols` each) for
+/// those requested. `A` is the accumulation type of the kernels (f64 for f64, f32 otherwise).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn bwd<T, A>(
+    dev: &CudaDevice,
+    (xs, l): (&CudaStorage, &Layout),
+    (grad, grad_l): (&CudaStorage, &Layout),
+    alpha: Option<(&CudaStorage, &Layout)>,
+    eps: f32,
+    alpha_grad: bool,
+    beta_grad: bool,
+) -> Result<CudaStorage>
+where
+    T: CudaDType + WithDType + DeviceRepr + ValidAsZeroBits,
+    A: DeviceRepr + ValidAsZeroBits,
+{
+    let xs = view(xs.as_cuda_slice::<T>()?, l, "input")?;
+    let grad = view(grad.as_cuda_slice::<T>()?, grad_l, "grad")?;
+    let alpha = opt_view::<T>(alpha, "alpha")?;
+    let el_count = l.shape().elem_count();
+    let n_cols = l.dims().last().copied().unwrap_or(1);
+    let n_params = alpha_grad as usize + beta_grad as usize;
+    if el_count == 0 {
+        let dst = dev.alloc_zeros::<T>(n_params * n_cols)?;
+        return Ok(CudaStorage::wrap_cuda_slice(dst, dev.clone()));
+    }
+    let n_rows = el_count / n_cols;
+    // SAFETY: Set later by running the kernels.
+    let mut dst = unsafe { dev.alloc::<T>(el_count + n_params * n_cols)? };
+
+    // Shared memory partial sums: two rows of `n_cols` (rounded up to whole vectors) `A`s.
+    let elem_per_vec = 16 / T::DTYPE.size_in_bytes();
+    let smem_bytes = 2 * n_cols.div_ceil(elem_per_vec) * elem_per_vec * std::mem::size_of::<A>();
+    let max_smem = dev
+        .cuda_stream()
+        .context()
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        .w()? as usize;
+    // Persistent for every tier, prefetching or not: the partial sums depend on the grid.
+    let plan = LaunchPlan {
+        persistent: true,
+        ..LaunchPlan::new(
+            Direction::Bwd.tiers(),
+            n_cols,
+            T::DTYPE,
+            smem_bytes,
+            max_smem,
+        )
+    };
+    let name = plan.kernel.name(Direction::Bwd, T::DTYPE);
+    let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
+    plan.prepare(&func)?;
+    let n_blocks = plan.grid(dev, &func, n_rows)?;
+    // SAFETY: Set later by running the kernel, every block writes its row.
+    let dalpha_part = match alpha_grad {
+        true => Some(unsafe { dev.alloc::<A>(n_blocks * n_cols)? }),
+        false => None,
+    };
+    let dbeta_part = match beta_grad {
+        true => Some(unsafe { dev.alloc::<A>(n_blocks * n_cols)? }),
+        false => None,
+    };
+    let null = 0u64;
+    let (mut dxs, mut dparams) = dst.split_at_mut(el_count);
+    {
+        let mut builder = func.builder();
+        builder.arg(&xs);
+        builder.arg(&grad);
+        match &alpha {
+            Some(alpha) => builder.arg(alpha),
+            None => builder.arg(&null),
+        };
+        builder.arg(&mut dxs);
+        match &dalpha_part {
+            Some(p) => builder.arg(p),
+            None => builder.arg(&null),
+        };
+        match &dbeta_part {
+            Some(p) => builder.arg(p),
+            None => builder.arg(&null),
+        };
+        candle::builder_arg!(builder, n_rows as i64, n_cols as i64, eps);
+        // SAFETY: ffi.
+        unsafe { builder.launch(plan.config(n_blocks)) }.w()?;
+    }
+    if n_params > 0 {
+        let (mut dalpha, mut dbeta) = dparams.split_at_mut(if alpha_grad { n_cols } else { 0 });
+        // 32 columns x 32 slices per block, see layer_norm.cu.
+        let cfg = LaunchConfig {
+            grid_dim: (n_cols.div_ceil(32) as u32, 1, 1),
+            block_dim: (1024, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let name = kernel_name::<T>("layernorm_bwd_reduce");
+        let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
+        let mut builder = func.builder();
+        match &dalpha_part {
+            Some(p) => builder.arg(p),
+            None => builder.arg(&null),
+        };
+        match &dbeta_part {
+            Some(p) => builder.arg(p),
+            None => builder.arg(&null),
+        };
+        match alpha_grad {
+            true => builder.arg(&mut dalpha),
+            false => builder.arg(&null),
+        };
+        match beta_grad {
+            true => builder.arg(&mut dbeta),
+            false => builder.arg(&null),
+        };
+        candle::builder_arg!(builder, n_blocks as i64, n_cols as i64);
+        // SAFETY: ffi.
+        unsafe { builder.launch(cfg) }.w()?;
+    }
+    Ok(CudaStorage::wrap_cuda_slice(dst, dev.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DTYPES: [DType; 4] = [DType::BF16, DType::F16, DType::F32, DType::F64];
+
+    /// The kernels the module defines, from its PTX (no GPU needed).
+    fn ptx_kernels() -> Vec<String> {
+        kernels::LAYER_NORM
+            .ptx()
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix(".visible .entry "))
+            .map(|l| l.split('(').next().unwrap_or(l).trim().to_string())
+            .collect()
+    }
+
+    /// Every kernel name the host can ask for, for rows of 1 to 70000 columns, with and without
+    /// room for the shared memory tiers.
+    fn host_kernels() -> Vec<String> {
+        let mut names = vec![];
+        for dtype in DTYPES {
+            names.push(kernel_name_of(dtype, "layernorm_bwd_reduce"));
+            for dir in [Direction::Fwd, Direction::Bwd] {
+                for max_smem in [0, usize::MAX] {
+                    for n_cols in 1..=70_000 {
+                        let plan = LaunchPlan::new(dir.tiers(), n_cols, dtype, 1, max_smem);
+                        names.push(plan.kernel.name(dir, dtype));
+                    }
+                }
+            }
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    fn kernel_name_of(dtype: DType, base: &str) -> String {
+        format!("{base}_{}", dtype.as_str())
+    }
+
+    #[test]
+    fn registry_parses() {
+        for dir in [Direction::Fwd, Direction::Bwd] {
+            let tiers = dir.tiers();
+            assert!(tiers.len() > 4, "{dir:?}: {tiers:?}");
+            assert_eq!(tiers[0].lanes * tiers[0].vecs, 1);
+        }
+        let bad = "#define LAYER_NORM_FWD_TIERS(X) \\\n  X(l2v1, 1, 1, 0, 0, 1)\n";
+        assert!(parse_tiers(bad, "LAYER_NORM_FWD_TIERS").is_err());
+        let unsorted = "#define L(X) \\\n  X(l2v1, 2, 1, 0, 0, 1) \\\n  X(l1v1, 1, 1, 0, 0, 1)\n";
+        assert!(parse_tiers(unsorted, "L").is_err());
+    }
+
+    /// A kernel the host can ask for but the module does not define fails only at run time on a
+    /// GPU; this catches it on any machine that builds with `cuda`. The converse keeps kernels
+    /// that nothing launches out of the module.
+    #[test]
+    fn host_kernels_are_the_module_kernels() {
+        let defined = ptx_kernels();
+        let wanted = host_kernels();
+        let missing: Vec<_> = wanted.iter().filter(|n| !defined.contains(n)).collect();
+        assert!(
+            missing.is_empty(),
+            "kernels the host launches but the PTX lacks: {missing:?}"
+        );
+        let unused: Vec<_> = defined.iter().filter(|n| !wanted.contains(n)).collect();
+        assert!(
+            unused.is_empty(),
+            "kernels in the PTX that the host never launches: {unused:?}"
+        );
+    }
+}
