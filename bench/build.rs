@@ -38,13 +38,21 @@ fn main() {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        if FILES.contains(&name) && path.parent().is_some_and(|p| p.ends_with("candle-kernels/src"))
+        if FILES.contains(&name)
+            && path
+                .parent()
+                .is_some_and(|p| p.ends_with("candle-kernels/src"))
         {
             entry.unpack(src.join(name)).unwrap();
             found += 1;
         }
     }
-    assert_eq!(found, FILES.len(), "{}: missing {FILES:?}", archive.display());
+    assert_eq!(
+        found,
+        FILES.len(),
+        "{}: missing {FILES:?}",
+        archive.display()
+    );
 
     let cap = std::env::var("CUDA_COMPUTE_CAP").unwrap_or_else(|_| "90".to_string());
     let ptx = out.join("stock_reduce.ptx");
