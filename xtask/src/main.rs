@@ -8,8 +8,6 @@ mod layout;
 mod patches;
 mod pristine;
 mod series;
-mod sha256;
-mod tempdir;
 mod tree;
 mod upstream;
 mod vendor_md;
