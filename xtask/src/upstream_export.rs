@@ -111,6 +111,8 @@ impl Replay<'_> {
         std::fs::create_dir_all(w)?;
         git(w, &["init", "-q"])?;
         std::fs::write(w.join(".git/info/attributes"), "* -text -filter -ident\n")?;
+        // A build in the scratch tree must not become part of a recorded adaptation.
+        std::fs::write(w.join(".git/info/exclude"), "/target/\n/Cargo.lock\n")?;
         // In .git/config, so that rerere also records when the user works there by hand.
         for (k, v) in [
             ("rerere.enabled", "true"),
@@ -190,24 +192,33 @@ impl Replay<'_> {
         Ok(true)
     }
 
-    /// Paths still unmerged or holding conflict markers.
+    /// Paths still unmerged (not `git add`ed) or holding conflict markers.
     fn unresolved(&self) -> Result<Vec<String>> {
         let mut out: Vec<String> = git(&self.work, &["diff", "--name-only", "--diff-filter=U"])?
             .lines()
             .map(str::to_string)
             .collect();
-        let changed = git(&self.work, &["diff", "--name-only", "HEAD"])?;
-        for f in changed.lines() {
-            let text = std::fs::read(self.work.join(f)).unwrap_or_default();
-            let text = String::from_utf8_lossy(&text);
-            let marked = text
-                .lines()
-                .any(|l| l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> "));
-            if marked && !out.iter().any(|o| o == f) {
-                out.push(f.to_string());
+        for f in self.with_markers()? {
+            if !out.contains(&f) {
+                out.push(f);
             }
         }
         Ok(out)
+    }
+
+    /// Changed paths that still hold `<<<<<<<` / `>>>>>>>` lines.
+    fn with_markers(&self) -> Result<Vec<String>> {
+        let changed = git(&self.work, &["diff", "--name-only", "HEAD"])?;
+        Ok(changed
+            .lines()
+            .filter(|f| {
+                let text = std::fs::read(self.work.join(f)).unwrap_or_default();
+                String::from_utf8_lossy(&text)
+                    .lines()
+                    .any(|l| l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> "))
+            })
+            .map(str::to_string)
+            .collect())
     }
 
     /// Apply the PR's recorded adaptation. `interactive`: on failure try a 3-way apply and
@@ -258,7 +269,7 @@ impl Replay<'_> {
     /// Squash the PR's commits (and the staged adaptation) into one commit with its message.
     fn squash(&self, pr: &Pr, pr_base: &str) -> Result<()> {
         let w = &self.work;
-        git(w, &["add", "-A", "-f", "."])?;
+        git(w, &["add", "-A", "."])?;
         if git(w, &["diff", "--cached", "--name-only", pr_base])?
             .trim()
             .is_empty()
@@ -369,7 +380,7 @@ impl Replay<'_> {
         }
         println!(
             "\nResolve in the scratch repository {} (git am is in progress there):\n  \
-             edit the files (keep main's code and the patch's intent), `git add` them;\n  \
+             edit the files (keep main's code and the patch's intent; `git add` is optional);\n  \
              main-only edits elsewhere that this PR needs (e.g. match arms for main's extra\n  \
              variants) can be made now too, or afterwards with --record {}.\n\
              Then: cargo xtask upstream-export --continue\n  \
@@ -661,10 +672,10 @@ fn continue_export(root: &Path) -> Result<bool> {
         args: args.clone(),
     };
     let w = replay.work.clone();
-    let left = replay.unresolved()?;
+    let left = replay.with_markers()?;
     if !left.is_empty() {
         bail!(
-            "{} still has conflicts in: {}\nresolve them (no <<<<<<< / >>>>>>> lines), `git add`, \
+            "{} still has conflict markers in: {}\nresolve them (no <<<<<<< / >>>>>>> lines left), \
              then run --continue again",
             w.display(),
             left.join(", ")
@@ -677,7 +688,7 @@ fn continue_export(root: &Path) -> Result<bool> {
                 w.display()
             );
         }
-        git(&w, &["add", "-A", "-f", "."])?;
+        git(&w, &["add", "-A", "."])?;
         git(&w, &["rerere"])?;
         let out = cmd::try_output(cmd::git_isolated(&w).args(["am", "--continue"]))?;
         if !out.status.success() {
@@ -702,7 +713,7 @@ fn continue_export(root: &Path) -> Result<bool> {
     }
 
     // The tree the user wants for this PR, and what the pin patches + rerere alone give.
-    git(&w, &["add", "-A", "-f", "."])?;
+    git(&w, &["add", "-A", "."])?;
     let wanted = git(&w, &["write-tree"])?.trim().to_string();
     git(&w, &["reset", "-q", "--hard", &state.pr_base])?;
     for p in &pr.patches {
@@ -716,7 +727,7 @@ fn continue_export(root: &Path) -> Result<bool> {
             );
         }
     }
-    git(&w, &["add", "-A", "-f", "."])?;
+    git(&w, &["add", "-A", "."])?;
     let replayed = git(&w, &["write-tree"])?.trim().to_string();
     let fixup = cmd::output(cmd::git_isolated(&w).args([
         "diff",
