@@ -314,16 +314,13 @@ impl Replay<'_> {
         Ok(())
     }
 
-    /// Replay PRs `from..`; `resume` continues PR `from` at its `next_patch` on `pr_base`.
-    fn run(&mut self, from: usize, resume: Option<(usize, String)>) -> Result<Outcome> {
+    /// Replay every PR of the stack onto the checked-out pristine main.
+    fn run(&mut self) -> Result<Outcome> {
         let stack = self.stack;
-        for (i, pr) in stack.prs.iter().enumerate().skip(from) {
-            let (start, pr_base) = match (&resume, i == from) {
-                (Some((next, base)), true) => (*next, base.clone()),
-                _ => (0, self.head()?),
-            };
+        for (i, pr) in stack.prs.iter().enumerate() {
+            let pr_base = self.head()?;
             println!("  PR {} {}", i + 1, pr.slug);
-            for (j, p) in pr.patches.iter().enumerate().skip(start) {
+            for (j, p) in pr.patches.iter().enumerate() {
                 if !self.am(p)? {
                     return self.stop_conflict(i, j, &pr_base, p);
                 }
@@ -506,7 +503,7 @@ pub fn run(root: &Path, args: &ExportArgs) -> Result<bool> {
         args: args.clone(),
     };
     replay.setup(&layout, &pin_series)?;
-    match replay.run(0, None)? {
+    match replay.run()? {
         Outcome::Stopped => Ok(false),
         Outcome::Done { base } => write_series(root, &replay, &base, &dir),
     }
@@ -586,7 +583,7 @@ fn check(
         args: args.clone(),
     };
     replay.setup(layout, pin_series)?;
-    let Outcome::Done { base } = replay.run(0, None)? else {
+    let Outcome::Done { base } = replay.run()? else {
         bail!("the export stopped");
     };
     let out_dir = tmp.path().join("out");
