@@ -239,7 +239,7 @@ impl Replay<'_> {
             return Ok(true);
         }
         if !interactive {
-            bail!(
+            println!(
                 "{RESOLUTIONS_DIR}/{}.patch (the recorded main-only adaptation of PR `{}`) no longer \
                  applies after its pin patches:\n{}Redo it: `cargo xtask upstream-export --record {}`, \
                  edit the scratch tree it names, then `cargo xtask upstream-export --continue`.",
@@ -248,6 +248,7 @@ impl Replay<'_> {
                 stderr_of(&out),
                 pr.slug
             );
+            return Ok(false);
         }
         let out3 = cmd::try_output(
             cmd::git_isolated(&self.work)
@@ -355,7 +356,7 @@ impl Replay<'_> {
         let pr = &self.stack.prs[i];
         let files = self.unresolved()?;
         if self.state_file.is_none() {
-            bail!(
+            println!(
                 "pin patch {} (PR {} `{}`) conflicts on upstream main in {} and no recorded \
                  resolution covers it: run `cargo xtask upstream-export` to resolve and record it",
                 p.file_name(),
@@ -363,6 +364,7 @@ impl Replay<'_> {
                 pr.slug,
                 files.join(", ")
             );
+            return Ok(Outcome::Stopped);
         }
         self.save_state(&self.state(i, j + 1, pr_base, "conflict"))?;
         println!(
@@ -394,11 +396,11 @@ impl Replay<'_> {
     fn stop_record(&self, i: usize, pr_base: &str) -> Result<Outcome> {
         let pr = &self.stack.prs[i];
         if self.state_file.is_none() {
-            bail!("PR `{}` needs its adaptation redone: run `cargo xtask upstream-export --record {}`", pr.slug, pr.slug);
+            return Ok(Outcome::Stopped); // apply_fixup said what to do
         }
         self.save_state(&self.state(i, pr.patches.len(), pr_base, "record"))?;
         println!(
-            "\nSTOPPED after PR {} `{}` (its pin patches are commits, its recorded adaptation \
+            "\nSTOPPED after PR {} `{}` (its pin patches are commits, its recorded adaptation, where it applied, \
              is in the working tree). Edit {} until the PR builds on upstream main (main-only \
              adaptations), leave the edits uncommitted, then:\n  cargo xtask upstream-export \
              --continue\n(records the tree's difference to the plain replay as {RESOLUTIONS_DIR}/{}.patch \
@@ -584,7 +586,11 @@ fn check(
     };
     replay.setup(layout, pin_series)?;
     let Outcome::Done { base } = replay.run()? else {
-        bail!("the export stopped");
+        println!(
+            "FAILED: the stack does not replay onto upstream main with the recorded resolutions \
+             (see above); {SERIES_DIR}/ cannot be what it produces."
+        );
+        return Ok(false);
     };
     let out_dir = tmp.path().join("out");
     std::fs::create_dir_all(&out_dir)?;
