@@ -7,11 +7,12 @@ mod dep3;
 mod layout;
 mod patches;
 mod pristine;
+mod resolutions;
 mod series;
-mod sha256;
-mod tempdir;
+mod stack;
 mod tree;
 mod upstream;
+mod upstream_export;
 mod vendor_md;
 
 use std::path::PathBuf;
@@ -41,10 +42,12 @@ enum Command {
     },
     /// Check that [patch.crates-io] is used and candle resolves to candle-patch/.
     CheckPatch(check_patch::Args),
-    /// Apply upstream/series/ onto upstream candle main, then fmt, clippy, tests (unless --quick).
+    /// Apply upstream/series/ PR by PR onto upstream candle main; fmt, clippy, tests after
+    /// each PR (unless --quick).
     UpstreamCheck(upstream::CheckArgs),
-    /// Regenerate upstream/series/ from the vendored change in candle-patch/ (3-way onto main).
-    UpstreamExport(upstream::ExportArgs),
+    /// Produce upstream/series/ from upstream/stack.toml + the pin series + upstream/resolutions/
+    /// (git am -3 onto main, one commit per PR); --check compares instead of writing.
+    UpstreamExport(upstream_export::ExportArgs),
 }
 
 fn main() {
@@ -54,7 +57,7 @@ fn main() {
         Command::Series { command } => series::run(&repo, command),
         Command::CheckPatch(args) => check_patch::run(&repo, &args),
         Command::UpstreamCheck(args) => upstream::check(&repo, &args),
-        Command::UpstreamExport(args) => upstream::export(&repo, &args),
+        Command::UpstreamExport(args) => upstream_export::run(&repo, &args),
     };
     match result {
         Ok(true) => {}

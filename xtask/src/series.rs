@@ -10,7 +10,6 @@ use crate::dep3::{self, Dep3};
 use crate::layout::Layout;
 use crate::patches::{self, PatchFile};
 use crate::pristine::{self, Upstream};
-use crate::tempdir::TempDir;
 use crate::tree;
 use crate::vendor_md;
 
@@ -108,7 +107,7 @@ fn named(series: &[(PatchFile, Dep3)]) -> Vec<(String, Dep3)> {
 
 /// A temporary git repository holding the pristine tree in its first commit.
 struct Scratch {
-    _tmp: TempDir,
+    _tmp: tempfile::TempDir,
     work: PathBuf,
     base: String,
 }
@@ -118,7 +117,14 @@ fn git_ok(dir: &Path, args: &[&str]) -> Result<String> {
 }
 
 fn scratch(layout: &Layout, upstream: &Upstream) -> Result<Scratch> {
-    let tmp = TempDir::new("candle-series")?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix("candle-series-")
+        .tempdir()
+        .context("creating a temporary directory")?;
+    if std::env::var_os("XTASK_KEEP_TMP").is_some() {
+        tmp.disable_cleanup(true);
+        eprintln!("note: keeping temporary directory {}", tmp.path().display());
+    }
     let work = tmp.path().join("tree");
     std::fs::create_dir(&work)?;
     pristine::extract(upstream, &layout.pin, &work)

@@ -1,8 +1,7 @@
-//! `cargo xtask upstream-check | upstream-export`: the upstream PR series in `upstream/series/`
-//! (our fused layer norm rebased onto upstream candle main), checked against the pristine
-//! upstream tree and regenerated from the vendored change in `candle-patch/`.
+//! `cargo xtask upstream-check`: the upstream PR stack in `upstream/series/` applied PR by PR
+//! onto pristine upstream candle main, with rustfmt, clippy, tests and the CUDA check after
+//! each PR. (`upstream-export` produces the series: see `upstream_export.rs`.)
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -12,7 +11,7 @@ use clap::Args;
 
 use crate::cmd;
 use crate::dep3;
-use crate::layout::{Layout, Pin};
+use crate::layout::Pin;
 use crate::patches::{self, PatchFile};
 use crate::pristine::{self, Upstream};
 
@@ -37,7 +36,7 @@ fn shared_archive(root: &Path, pin: &Pin) -> PathBuf {
     root.join("../shared/upstream").join(&pin.archive_name)
 }
 
-fn resolve(arg: &Option<PathBuf>, root: &Path, pin: &Pin) -> Upstream {
+pub fn resolve(arg: &Option<PathBuf>, root: &Path, pin: &Pin) -> Upstream {
     match arg {
         Some(p) => Upstream::from_arg(p),
         None => Upstream::Archive(shared_archive(root, pin)),
@@ -56,19 +55,27 @@ pub struct CheckArgs {
     /// Skip `cargo check --features cuda` even when nvcc is on PATH.
     #[arg(long)]
     no_cuda: bool,
+    /// Check only after this PR (slug of upstream/series/NNNN-<slug>.patch; the PRs before
+    /// it are applied, not checked).
+    #[arg(long, value_name = "SLUG")]
+    pr: Option<String>,
+    /// rustfmt and clippy after each PR, the tests and the CUDA check only after the last
+    /// (less build time, e.g. for CI).
+    #[arg(long)]
+    tests_at_end: bool,
 }
 
-#[derive(Args, Clone, Debug)]
-pub struct ExportArgs {
-    /// Upstream main: an archive or a git checkout holding 2a13b0f3.
-    #[arg(long, value_name = "ARCHIVE|DIR")]
-    upstream: Option<PathBuf>,
-    /// The pin candle-patch/ is built from (default ../shared/upstream/candle-671de1dbba.tar.gz).
-    #[arg(long, value_name = "ARCHIVE|DIR")]
-    pin_upstream: Option<PathBuf>,
-    /// `Last-Update:` of the patches whose diff changes (default: today, UTC).
-    #[arg(long, value_name = "YYYY-MM-DD")]
-    last_update: Option<String>,
+impl CheckArgs {
+    /// Apply-only check of the default upstream.
+    pub fn quick() -> CheckArgs {
+        CheckArgs {
+            upstream: None,
+            quick: true,
+            no_cuda: true,
+            pr: None,
+            tests_at_end: false,
+        }
+    }
 }
 
 fn series(root: &Path) -> Result<Vec<PatchFile>> {
@@ -115,7 +122,7 @@ fn pristine_repo(dir: &Path, upstream: &Upstream, pin: &Pin) -> Result<()> {
     commit_all(dir, &format!("pristine upstream {}", pin.rev))
 }
 
-fn commit_all(dir: &Path, msg: &str) -> Result<()> {
+pub fn commit_all(dir: &Path, msg: &str) -> Result<()> {
     git(dir, &["add", "-A", "-f", "."])?;
     cmd::output(
         cmd::git_isolated(dir)
@@ -126,39 +133,37 @@ fn commit_all(dir: &Path, msg: &str) -> Result<()> {
     Ok(())
 }
 
-/// `git apply --check`, then `git am` each patch in file-name order; false at the first failure.
-fn apply_series(dir: &Path, series: &[PatchFile]) -> Result<bool> {
-    for p in series {
-        let path = p.path.canonicalize()?;
-        let check = cmd::try_output(
-            cmd::git_isolated(dir)
-                .args(["apply", "--check", "--whitespace=error-all"])
-                .arg(&path),
-        )?;
-        if !check.status.success() {
-            println!(
-                "FAILED: {} does not apply (git apply --check) onto upstream + the patches before it:\n{}",
-                p.file_name(),
-                String::from_utf8_lossy(&check.stderr)
-            );
-            return Ok(false);
-        }
-        let am = cmd::try_output(
-            cmd::git_isolated(dir)
-                .args(["am", "-q", "--keep-cr", "--committer-date-is-author-date"])
-                .arg(&path),
-        )?;
-        if !am.status.success() {
-            println!(
-                "FAILED: git am {}:\n{}{}",
-                p.file_name(),
-                String::from_utf8_lossy(&am.stdout),
-                String::from_utf8_lossy(&am.stderr)
-            );
-            return Ok(false);
-        }
-        println!("  applies  {}", p.file_name());
+/// `git apply --check`, then `git am` one patch; false (with the reason printed) on failure.
+fn apply_patch(dir: &Path, p: &PatchFile) -> Result<bool> {
+    let path = p.path.canonicalize()?;
+    let check = cmd::try_output(
+        cmd::git_isolated(dir)
+            .args(["apply", "--check", "--whitespace=error-all"])
+            .arg(&path),
+    )?;
+    if !check.status.success() {
+        println!(
+            "FAILED: {} does not apply (git apply --check) onto upstream + the patches before it:\n{}",
+            p.file_name(),
+            String::from_utf8_lossy(&check.stderr)
+        );
+        return Ok(false);
     }
+    let am = cmd::try_output(
+        cmd::git_isolated(dir)
+            .args(["am", "-q", "--keep-cr", "--committer-date-is-author-date"])
+            .arg(&path),
+    )?;
+    if !am.status.success() {
+        println!(
+            "FAILED: git am {}:\n{}{}",
+            p.file_name(),
+            String::from_utf8_lossy(&am.stdout),
+            String::from_utf8_lossy(&am.stderr)
+        );
+        return Ok(false);
+    }
+    println!("  applies  {}", p.file_name());
     Ok(true)
 }
 
@@ -217,14 +222,30 @@ fn on_path(exe: &str) -> bool {
 }
 
 struct Step {
+    /// The PR (series file) the step ran after.
+    pr: String,
     name: &'static str,
     status: String,
     secs: f64,
 }
 
-fn run_step(tree: &Path, target: &Path, name: &'static str, args: &[&str]) -> Result<Step> {
+impl Step {
+    fn ok(&self) -> bool {
+        self.status == "ok"
+            || self.status.starts_with("skipped")
+            || self.status.starts_with("not runnable")
+    }
+}
+
+fn run_step(
+    tree: &Path,
+    target: &Path,
+    pr: &str,
+    name: &'static str,
+    args: &[String],
+) -> Result<Step> {
     let (prog, rest) = args.split_first().context("empty command")?;
-    println!("\n=== {name}: {}", args.join(" "));
+    println!("\n=== {pr}: {name}: {}", args.join(" "));
     let t = Instant::now();
     let status = Command::new(prog)
         .args(rest)
@@ -234,6 +255,7 @@ fn run_step(tree: &Path, target: &Path, name: &'static str, args: &[&str]) -> Re
         .status()
         .with_context(|| format!("cannot run {prog}"))?;
     Ok(Step {
+        pr: pr.to_string(),
         name,
         status: match status.code() {
             Some(0) => "ok".into(),
@@ -244,18 +266,89 @@ fn run_step(tree: &Path, target: &Path, name: &'static str, args: &[&str]) -> Re
     })
 }
 
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// The commands checking the tree after one PR that touches `files`; `tests`: also the test
+/// runs and the CUDA check.
+fn pr_commands(files: &[String], tests: bool, cuda: bool) -> Vec<(&'static str, Vec<String>)> {
+    let mut cmds = Vec::new();
+    let rs: Vec<&String> = files.iter().filter(|f| f.ends_with(".rs")).collect();
+    if !rs.is_empty() {
+        let mut fmt = strings(&["rustfmt", "--edition", "2021", "--check"]);
+        fmt.extend(rs.iter().map(|f| f.to_string()));
+        cmds.push(("fmt", fmt));
+    }
+    let core = files.iter().any(|f| f.starts_with("candle-core/"));
+    let mut clippy = strings(&["cargo", "clippy", "-p", "candle-nn"]);
+    if core {
+        clippy.extend(strings(&["-p", "candle-core"]));
+    }
+    clippy.extend(strings(&["--tests", "--", "-D", "warnings"]));
+    cmds.push(("clippy", clippy));
+    if tests {
+        cmds.push((
+            "test-nn",
+            strings(&["cargo", "test", "--release", "-p", "candle-nn"]),
+        ));
+        let mut core_tests = strings(&[
+            "cargo",
+            "test",
+            "--release",
+            "-p",
+            "candle-core",
+            "--test",
+            "grad_tests",
+        ]);
+        for f in files {
+            let name = f
+                .strip_prefix("candle-core/tests/")
+                .and_then(|n| n.strip_suffix(".rs"))
+                .filter(|n| !n.contains('/') && *n != "grad_tests");
+            if let Some(n) = name {
+                core_tests.extend(strings(&["--test", n]));
+            }
+        }
+        cmds.push(("test-core", core_tests));
+        if cuda {
+            cmds.push((
+                "cuda-check",
+                strings(&["cargo", "check", "-p", "candle-nn", "--features", "cuda"]),
+            ));
+        }
+    }
+    cmds
+}
+
 pub fn check(root: &Path, args: &CheckArgs) -> Result<bool> {
     check_in(root, args, &root.join(CHECK_DIR).join("candle"))
 }
 
 /// The check with the patched tree in `tree` (recreated).
-fn check_in(root: &Path, args: &CheckArgs, tree: &Path) -> Result<bool> {
+pub fn check_in(root: &Path, args: &CheckArgs, tree: &Path) -> Result<bool> {
     let t0 = Instant::now();
     let pin = main_pin();
     let upstream = resolve(&args.upstream, root, &pin);
     let series = series(root)?;
+    let last = match &args.pr {
+        None => series.len() - 1,
+        Some(slug) => series
+            .iter()
+            .position(|p| &p.short_name == slug)
+            .with_context(|| {
+                format!(
+                    "--pr {slug}: no {SERIES_DIR}/NNNN-{slug}.patch (slugs: {})",
+                    series
+                        .iter()
+                        .map(|p| p.short_name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?,
+    };
     println!(
-        "upstream series: {} patch(es) in {SERIES_DIR}, onto {} ({})",
+        "upstream series: {} PR(s) in {SERIES_DIR}, onto {} ({})",
         series.len(),
         &pin.rev[..10],
         upstream.describe()
@@ -273,12 +366,43 @@ fn check_in(root: &Path, args: &CheckArgs, tree: &Path) -> Result<bool> {
     }
     std::fs::create_dir_all(tree)?;
     pristine_repo(tree, &upstream, &pin)?;
+    let target = root.join(CHECK_DIR);
+    let cuda = !args.no_cuda && on_path("nvcc");
+    let mut steps: Vec<Step> = Vec::new();
     let t_apply = t0.elapsed().as_secs_f64();
-    if !apply_series(tree, &series)? {
-        return Ok(false);
+    for (i, p) in series.iter().enumerate() {
+        if i > last {
+            break;
+        }
+        // The local workspace trim is undone before each patch (a PR may touch Cargo.toml).
+        git(tree, &["checkout", "-q", "--", "Cargo.toml"])?;
+        if !apply_patch(tree, p)? {
+            return Ok(false);
+        }
+        let checked = args.pr.is_none() || i == last;
+        if args.quick || !checked {
+            continue;
+        }
+        trim_workspace(tree)?;
+        let files: Vec<String> = touched_files(p)?
+            .into_iter()
+            .filter(|f| tree.join(f).exists())
+            .collect();
+        let tests = !args.tests_at_end || i == last;
+        for (name, c) in pr_commands(&files, tests, cuda) {
+            steps.push(run_step(tree, &target, &p.file_name(), name, &c)?);
+        }
+        if !steps.iter().all(Step::ok) {
+            println!("\nstopping after {}: a check failed", p.file_name());
+            break;
+        }
     }
     println!(
-        "OK: the series applies onto {} ({:.1}s); patched tree: {}",
+        "OK: {} applies onto {} ({:.1}s); patched tree: {}",
+        match args.pr {
+            None => "the series".to_string(),
+            Some(_) => format!("PRs 1-{}", last + 1),
+        },
         &pin.rev[..10],
         t0.elapsed().as_secs_f64() - t_apply,
         tree.display()
@@ -287,278 +411,38 @@ fn check_in(root: &Path, args: &CheckArgs, tree: &Path) -> Result<bool> {
         return Ok(ok);
     }
 
-    trim_workspace(tree)?;
-    let target = root.join(CHECK_DIR);
-    let mut rs_files: Vec<String> = Vec::new();
-    for p in &series {
-        rs_files.extend(touched_files(p)?.into_iter().filter(|f| f.ends_with(".rs")));
-    }
-    rs_files.sort();
-    rs_files.dedup();
-    let mut fmt = vec!["rustfmt", "--edition", "2021", "--check"];
-    fmt.extend(rs_files.iter().map(String::as_str));
-    let cuda_check = ["cargo", "check", "-p", "candle-nn", "--features", "cuda"];
-    let mut steps = vec![
-        run_step(tree, &target, "fmt", &fmt)?,
-        run_step(
-            tree,
-            &target,
-            "clippy",
-            &[
-                "cargo",
-                "clippy",
-                "-p",
-                "candle-nn",
-                "--tests",
-                "--",
-                "-D",
-                "warnings",
-            ],
-        )?,
-        run_step(
-            tree,
-            &target,
-            "test-nn",
-            &["cargo", "test", "--release", "-p", "candle-nn"],
-        )?,
-        run_step(
-            tree,
-            &target,
-            "test-grad",
-            &[
-                "cargo",
-                "test",
-                "--release",
-                "-p",
-                "candle-core",
-                "--test",
-                "grad_tests",
-            ],
-        )?,
-    ];
-    if !args.no_cuda && on_path("nvcc") {
-        steps.push(run_step(tree, &target, "cuda-check", &cuda_check)?);
-    } else {
-        steps.push(Step {
-            name: "cuda-check",
-            status: match args.no_cuda {
-                true => "skipped (--no-cuda)".into(),
-                false => {
-                    "skipped (no nvcc on PATH: eval \"$(../shared/gpu/cuda-toolchain.sh)\")".into()
-                }
-            },
-            secs: 0.0,
-        });
-    }
-
     println!(
-        "\n=================== upstream-check summary ({})",
+        "\n=================== upstream-check summary ({}, after each PR)",
         &pin.rev[..10]
     );
-    println!(
-        "  {:<12} {:>5}   ok ({} patches)",
-        "apply",
-        "",
-        series.len()
-    );
     for s in &steps {
-        ok &= s.status == "ok" || s.status.starts_with("skipped");
-        println!("  {:<12} {:>5.0}s  {}", s.name, s.secs, s.status);
+        ok &= s.ok();
+        println!(
+            "  {:<48} {:<10} {:>5.0}s  {}",
+            s.pr, s.name, s.secs, s.status
+        );
     }
+    if !cuda {
+        println!(
+            "  cuda-check: {}",
+            if args.no_cuda {
+                "skipped (--no-cuda)"
+            } else {
+                "skipped (no nvcc on PATH: eval \"$(../shared/gpu/cuda-toolchain.sh)\")"
+            }
+        );
+    }
+    println!(
+        "  metal-check: not runnable on {} (`cargo check --features metal` needs macOS' Metal \
+         framework)",
+        std::env::consts::OS
+    );
     println!(
         "total {:.0}s -> {}",
         t0.elapsed().as_secs_f64(),
         if ok { "PASSED" } else { "FAILED" }
     );
     Ok(ok)
-}
-
-// ---------------------------------------------------------------- export
-
-/// The patch text with its `Last-Update:` header (before the first diff) set to `date`.
-fn with_last_update(text: &str, date: &str) -> String {
-    let split = text.find("\ndiff --git ").unwrap_or(text.len());
-    let (head, diff) = text.split_at(split);
-    let head: Vec<String> = head
-        .split('\n')
-        .map(|l| {
-            if l.to_ascii_lowercase().starts_with("last-update:") {
-                format!("Last-Update: {date}")
-            } else {
-                l.to_string()
-            }
-        })
-        .collect();
-    head.join("\n") + diff
-}
-
-/// The diff part of a patch file (from the first `diff --git`).
-fn diff_part(text: &str) -> &str {
-    text.find("\ndiff --git ").map_or("", |i| &text[i..])
-}
-
-pub fn export(root: &Path, args: &ExportArgs) -> Result<bool> {
-    let layout = Layout::new(root);
-    let (pin, main) = (layout.pin.clone(), main_pin());
-    let stamp = args.last_update.clone().unwrap_or_else(today_utc);
-    if !dep3::is_iso_date(&stamp) {
-        bail!("--last-update {stamp}: expected YYYY-MM-DD");
-    }
-    let series = series(root)?;
-    // Which vendored files each patch carries; a file belongs to one patch.
-    let mut owner: BTreeMap<String, String> = BTreeMap::new();
-    let mut files: Vec<Vec<String>> = Vec::new();
-    for p in &series {
-        let f = touched_files(p)?;
-        for x in &f {
-            if let Some(prev) = owner.insert(x.clone(), p.file_name()) {
-                bail!(
-                    "{x} is in {prev} and {}: a file must belong to one patch",
-                    p.file_name()
-                );
-            }
-        }
-        files.push(f);
-    }
-    let dirty = git(root, &["status", "--porcelain", "--", "candle-patch"])?;
-    if !dirty.trim().is_empty() {
-        println!("note: candle-patch/ has uncommitted changes; exporting the working tree");
-    }
-
-    // A fixed scratch folder (not a temp dir): on a conflict it is left for resolving.
-    let scratch = root.join(CHECK_DIR).join("export");
-    if scratch.exists() {
-        std::fs::remove_dir_all(&scratch)?;
-    }
-    let work = scratch.join("tree");
-    std::fs::create_dir_all(&work)?;
-
-    // 1. The current series as commits on upstream main (messages, authors, dates).
-    pristine_repo(&work, &resolve(&args.upstream, root, &main), &main)?;
-    let base = git(&work, &["rev-parse", "HEAD"])?.trim().to_string();
-    if !apply_series(&work, &series)? {
-        bail!("the current series does not apply onto upstream main");
-    }
-    let old: Vec<String> = git(&work, &["rev-list", "--reverse", &format!("{base}..HEAD")])?
-        .lines()
-        .map(str::to_string)
-        .collect();
-    git(&work, &["branch", "-q", "-m", "main"])?;
-
-    // 2. Pristine pin plus each patch's files from candle-patch/, one commit per patch.
-    git(&work, &["checkout", "-q", "--orphan", "pin"])?;
-    git(&work, &["rm", "-rqf", "."])?;
-    pristine::extract(&resolve(&args.pin_upstream, root, &pin), &pin, &work)?;
-    commit_all(&work, &format!("pristine pin {}", pin.rev))?;
-    let mut pin_commits = Vec::new();
-    for (c, f) in old.iter().zip(&files) {
-        for rel in f {
-            let (src, dst) = (layout.vendor_dir().join(rel), work.join(rel));
-            if src.is_file() {
-                std::fs::create_dir_all(dst.parent().context("no parent")?)?;
-                std::fs::copy(&src, &dst)?;
-            } else if dst.exists() {
-                std::fs::remove_file(&dst)?;
-            }
-        }
-        git(&work, &["add", "-A", "-f", "."])?;
-        git(
-            &work,
-            &["commit", "-q", "--allow-empty", "--no-verify", "-C", c],
-        )?;
-        pin_commits.push(git(&work, &["rev-parse", "HEAD"])?.trim().to_string());
-    }
-
-    // 3. Replay them onto upstream main (3-way), stop at a conflict.
-    git(&work, &["checkout", "-q", "-B", "export", &base])?;
-    for (c, p) in pin_commits.iter().zip(&series) {
-        let out = cmd::try_output(cmd::git_isolated(&work).args([
-            "cherry-pick",
-            "--allow-empty",
-            "--keep-redundant-commits",
-            c,
-        ]))?;
-        if !out.status.success() {
-            let files = git(&work, &["diff", "--name-only", "--diff-filter=U"]).unwrap_or_default();
-            let mut conflicts = String::new();
-            for f in files.lines() {
-                let text = std::fs::read_to_string(work.join(f)).unwrap_or_default();
-                let at: Vec<String> = (1..)
-                    .zip(text.lines())
-                    .filter(|(_, l)| l.starts_with("<<<<<<< "))
-                    .map(|(n, _)| n.to_string())
-                    .collect();
-                conflicts.push_str(&format!("  {f}: conflict at line(s) {}\n", at.join(", ")));
-            }
-            bail!(
-                "CONFLICT replaying {} onto upstream main {}.\nConflicting files:\n{conflicts}\
-                 Nothing was written. The scratch repository is left at {} (branch `export`):\n  \
-                 resolve there, `git add` the files, `git cherry-pick --continue`, cherry-pick the \
-                 remaining commits of branch `pin`, then `git format-patch` {}..HEAD (flags in \
-                 upstream/README.md) into {SERIES_DIR}/ under the same names.\ngit:\n{}{}",
-                p.file_name(),
-                &main.rev[..10],
-                work.display(),
-                &base[..12],
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-                    .lines()
-                    .filter(|l| !l.starts_with("hint:"))
-                    .map(|l| format!("{l}\n"))
-                    .collect::<String>()
-            );
-        }
-    }
-
-    // 4. format-patch; rewrite only the patches whose diff changed.
-    let out_dir = scratch.join("out");
-    let out = out_dir.to_str().context("non-UTF-8 temp path")?;
-    let range = format!("{base}..HEAD");
-    let mut format_patch = vec!["format-patch", "-q"];
-    format_patch.extend(patches::FORMAT_PATCH_FLAGS);
-    format_patch.extend(["-o", out, &range]);
-    git(&work, &format_patch)?;
-    let mut produced: Vec<PathBuf> = std::fs::read_dir(&out_dir)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
-    produced.sort();
-    if produced.len() != series.len() {
-        bail!(
-            "format-patch wrote {} files for {} patches",
-            produced.len(),
-            series.len()
-        );
-    }
-    let mut changed = 0;
-    for (new, p) in produced.iter().zip(&series) {
-        let new = std::fs::read_to_string(new)?;
-        let cur = std::fs::read_to_string(&p.path)?;
-        if diff_part(&new) == diff_part(&cur) {
-            println!("unchanged {}", p.file_name());
-            continue;
-        }
-        std::fs::write(&p.path, with_last_update(&new, &stamp))?;
-        println!("wrote     {} (Last-Update: {stamp})", p.file_name());
-        changed += 1;
-    }
-    println!(
-        "upstream-export: {changed} of {} patch(es) rewritten",
-        series.len()
-    );
-    let quick = CheckArgs {
-        upstream: args.upstream.clone(),
-        quick: true,
-        no_cuda: true,
-    };
-    check_in(root, &quick, &scratch.join("verify"))
-}
-
-fn today_utc() -> String {
-    let out = Command::new("date").args(["-u", "+%Y-%m-%d"]).output();
-    out.ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -589,12 +473,37 @@ mod tests {
     }
 
     #[test]
-    fn sets_last_update_in_the_header_only() {
-        let p = "Subject: x\n\nOrigin: upstream-candidate\nLast-Update: 2026-11-30\n\
-                 \ndiff --git a/f b/f\n+Last-Update: keep\n";
-        let got = with_last_update(p, "2026-12-24");
-        assert!(got.contains("\nLast-Update: 2026-12-24\n"));
-        assert!(got.contains("+Last-Update: keep"));
-        assert_eq!(diff_part(&got), diff_part(p));
+    fn checks_follow_what_the_pr_touches() {
+        let f = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cmds = |files: &[&str], tests| -> Vec<String> {
+            pr_commands(&f(files), tests, false)
+                .into_iter()
+                .map(|(n, c)| format!("{n}: {}", c.join(" ")))
+                .collect()
+        };
+        let kernels = cmds(&["candle-kernels/src/layer_norm.cu"], false);
+        assert_eq!(
+            kernels,
+            ["clippy: cargo clippy -p candle-nn --tests -- -D warnings"]
+        );
+        let core = cmds(
+            &[
+                "candle-core/src/cuda_backend/device.rs",
+                "candle-core/tests/cuda_pool_tests.rs",
+            ],
+            true,
+        );
+        assert_eq!(
+            core,
+            [
+                "fmt: rustfmt --edition 2021 --check candle-core/src/cuda_backend/device.rs \
+                 candle-core/tests/cuda_pool_tests.rs",
+                "clippy: cargo clippy -p candle-nn -p candle-core --tests -- -D warnings",
+                "test-nn: cargo test --release -p candle-nn",
+                "test-core: cargo test --release -p candle-core --test grad_tests --test cuda_pool_tests",
+            ]
+        );
+        let with_cuda = pr_commands(&f(&["candle-nn/src/ops.rs"]), true, true);
+        assert_eq!(with_cuda.last().map(|c| c.0), Some("cuda-check"));
     }
 }
