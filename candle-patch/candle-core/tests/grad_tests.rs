@@ -630,7 +630,7 @@ fn narrow_grad_accumulation(device: &Device) -> Result<()> {
                 (&b * &nar(&w, 1, 1, 4)?)?.sum_all()?,
                 (&c * &c)?.sum_all()?,
                 (&d * &nar(&nar(&w, 1, 2, 4)?, 0, 1, 3)?)?.sum_all()?,
-                (&e.exp()?).sum_all()?,
+                e.exp()?.sum_all()?,
                 (&base * &w)?.sum_all()?,
                 (&a * &a)?.sum_all()?,
             ];
