@@ -10,6 +10,7 @@ fn main() {
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
     // The fatbin is compiled while the PTX of every module is.
     let layer_norm_fatbin = Fatbin::spawn("layer_norm", &out_dir);
+    remove_stale_ptx(&out_dir);
     let ptx_path = out_dir.join("ptx.rs");
     let builder = bindgen_cuda::Builder::default();
     println!("cargo:info={builder:?}");
@@ -25,6 +26,29 @@ fn main() {
     };
     let fatbin_rs = format!("pub const LAYER_NORM: Option<&[u8]> = {fatbin};\n");
     std::fs::write(out_dir.join("fatbin.rs"), fatbin_rs).unwrap();
+}
+
+/// bindgen_cuda compiles a module again only when its `.cu` file is newer than its PTX, not when
+/// a header changed (`layer_norm_*.cuh`, `cuda_utils.cuh`): removes the PTX older than a header.
+fn remove_stale_ptx(out_dir: &Path) {
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let newest_header = std::fs::read_dir("src")
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "cuh"))
+        .filter_map(|path| modified(&path))
+        .max();
+    let Some(newest_header) = newest_header else {
+        return;
+    };
+    for entry in std::fs::read_dir(out_dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "ptx")
+            && modified(&path).is_some_and(|ptx| ptx < newest_header)
+        {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
 }
 
 /// The compute capabilities that get compiled code (SASS) in the fatbins when
