@@ -264,8 +264,8 @@ impl CudaDevice {
         self.context.load_module(mdl.ptx().into()).w()
     }
 
-    /// cudarc 0.17 loads binary images from files only: the fatbin is written to a new file in
-    /// the temporary directory, loaded, and the file removed.
+    /// cudarc 0.17 loads binary images from files only (`Ptx::from_src` takes text): the fatbin
+    /// is written to a new file in the temporary directory, loaded, and the file removed.
     fn load_fatbin(&self, fatbin: &[u8]) -> Result<Arc<cudarc::driver::CudaModule>> {
         use std::io::Write;
         use std::sync::atomic;
