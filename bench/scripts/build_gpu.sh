@@ -33,6 +33,7 @@ collect candle-core test --release --no-run --manifest-path candle-patch/Cargo.t
 collect shim test --release --no-run -p candle-layer-norm-compat --features kernel,cuda --test kernel --test composite
 collect shim build --release -p candle-layer-norm-compat --features kernel,cuda --example ab_bench
 collect bench build --release -p ln-bench --features cuda --bin gpu_bench
+collect bench build --release -p ln-bench --features cuda --bin first_launch
 if [ -d tft ]; then
   (collect tft build --release -p tft --features cuda --bins) || echo "WARNING: tft binary not built" >&2
   (collect tft test --release --no-run -p tft --features cuda --test cuda) || echo "WARNING: tft tests not built" >&2

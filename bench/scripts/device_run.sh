@@ -13,6 +13,9 @@
 #   memory:    pool memory held after backward() through 8 layer norms and its peak, fused vs
 #              composite, with both pool settings (memory-*.csv)
 #   stats:     the saved-vs-recomputed statistics experiment in .gpu/stats_experiment, if present
+#   jit:       first launch on a cold JIT cache (CUDA_CACHE_DISABLE=1): the first fused layer norm
+#              forward + backward and the module loads from fatbin and PTX (first_launch), and a
+#              1-epoch TFT run
 # Every step logs to $OUT/<step>.log; a failing step is recorded, the run goes on.
 #   bench/scripts/device_run.sh tests,sanitizer
 set -uo pipefail
@@ -135,6 +138,15 @@ if has paper && [ -x "$B/tft-bin-tft" ]; then
   fi
 fi
 if has stats && [ -f .gpu/stats_experiment/run.sh ]; then step stats-experiment 300 bash .gpu/stats_experiment/run.sh; fi
+if has jit; then
+  # CUDA_CACHE_DISABLE=1: the driver's JIT cache is off, every PTX module loaded is compiled,
+  # as on a new container or in CI.
+  step first-launch 300 env CUDA_CACHE_DISABLE=1 "$B/bench-bin-first_launch" --all-modules
+  cat "$OUT/first-launch.log"
+  if [ -x "$B/tft-bin-tft" ]; then
+    step tft-1-epoch-cold 300 env CUDA_CACHE_DISABLE=1 "$B/tft-bin-tft" --device cuda --epochs 1 --layer-norm kernel --quiet
+  fi
+fi
 if has tft; then
   if [ -x "$B/tft-bin-tft" ]; then
     step tft-kernel 400 "$B/tft-bin-tft" --device cuda --epochs 10 --layer-norm kernel

@@ -2,6 +2,10 @@ mod ptx {
     include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
 }
 
+mod fatbin {
+    include!(concat!(env!("OUT_DIR"), "/fatbin.rs"));
+}
+
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Id {
@@ -41,6 +45,7 @@ pub const ALL_IDS: [Id; 14] = [
 pub struct Module {
     index: usize,
     ptx: &'static str,
+    fatbin: Option<&'static [u8]>,
 }
 
 impl Module {
@@ -50,6 +55,15 @@ impl Module {
 
     pub fn ptx(&self) -> &'static str {
         self.ptx
+    }
+
+    /// The module compiled for the compute capabilities listed at build time (by default 8.0,
+    /// 8.6, 8.9 and 9.0) plus the PTX of the highest one, as a fatbin to load instead of the PTX
+    /// (which the driver JIT-compiles the first time, tens of seconds for a large module). Only
+    /// some modules have one. It holds the same kernels as the PTX, which stays the fallback for
+    /// GPUs the fatbin has no code for.
+    pub fn fatbin(&self) -> Option<&'static [u8]> {
+        self.fatbin
     }
 }
 
@@ -66,9 +80,13 @@ const fn module_index(id: Id) -> usize {
 
 macro_rules! mdl {
     ($cst:ident, $id:ident) => {
+        mdl!($cst, $id, None);
+    };
+    ($cst:ident, $id:ident, $fatbin:expr) => {
         pub const $cst: Module = Module {
             index: module_index(Id::$id),
             ptx: ptx::$cst,
+            fatbin: $fatbin,
         };
     };
 }
@@ -79,7 +97,7 @@ mdl!(CAST, Cast);
 mdl!(CONV, Conv);
 mdl!(FILL, Fill);
 mdl!(INDEXING, Indexing);
-mdl!(LAYER_NORM, LayerNorm);
+mdl!(LAYER_NORM, LayerNorm, fatbin::LAYER_NORM);
 mdl!(OPTIM, Optim);
 mdl!(QUANTIZED, Quantized);
 mdl!(REDUCE, Reduce);

@@ -239,7 +239,7 @@ impl CudaDevice {
         let cuda_module = match &ms.mdls[mdl.index()] {
             Some(cuda_module) => cuda_module.clone(),
             None => {
-                let cuda_module = self.context.load_module(mdl.ptx().into()).w()?;
+                let cuda_module = self.load_module(mdl)?;
                 ms.mdls[mdl.index()] = Some(cuda_module.clone());
                 cuda_module
             }
@@ -250,6 +250,51 @@ impl CudaDevice {
             func,
             stream: self.stream.clone(),
         })
+    }
+
+    /// Loads one of candle's kernel modules from its fatbin when it has one (no JIT compilation
+    /// of its PTX), from its PTX otherwise or when the fatbin does not load (e.g. no code for
+    /// this GPU in it).
+    fn load_module(&self, mdl: &kernels::Module) -> Result<Arc<cudarc::driver::CudaModule>> {
+        if let Some(fatbin) = mdl.fatbin() {
+            if let Ok(cuda_module) = self.load_fatbin(fatbin) {
+                return Ok(cuda_module);
+            }
+        }
+        self.context.load_module(mdl.ptx().into()).w()
+    }
+
+    /// cudarc 0.17 loads binary images from files only (`Ptx::from_src` takes text): the fatbin
+    /// is written to a new file in the temporary directory, loaded, and the file removed.
+    fn load_fatbin(&self, fatbin: &[u8]) -> Result<Arc<cudarc::driver::CudaModule>> {
+        use std::io::Write;
+        use std::sync::atomic;
+        static COUNTER: atomic::AtomicUsize = atomic::AtomicUsize::new(0);
+        let file_name = format!(
+            "candle-kernels-{}-{}.fatbin",
+            std::process::id(),
+            COUNTER.fetch_add(1, atomic::Ordering::Relaxed)
+        );
+        let path = std::env::temp_dir().join(file_name);
+        if path.to_str().is_none() {
+            crate::bail!("non utf-8 temporary directory {path:?}")
+        }
+        // create_new: never an existing file (nor one a link points to).
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        let written = file.write_all(fatbin);
+        drop(file);
+        let cuda_module = match written {
+            Ok(()) => {
+                let ptx = cudarc::nvrtc::Ptx::from_file(&path);
+                self.context.load_module(ptx).w()
+            }
+            Err(err) => Err(err.into()),
+        };
+        let _ = std::fs::remove_file(&path);
+        cuda_module
     }
 }
 
