@@ -11,8 +11,10 @@
 #   files the PR touches). It builds candle 0.11 and its dependencies (nothing shared with our
 #   workspace, CARGO_TARGET_DIR target/upstream-check): 21.5 min cold on 2 cores shared with
 #   another engineer's builds (load 5-7, 2026-11-30); about 6 min on idle cores by the ratio to
-#   the end-only check (3.3 min cold idle). UPSTREAM_TESTS_AT_END=1: fmt + clippy after each PR,
-#   the tests only after the last (about 4 min idle).
+#   the end-only check (3.3 min cold idle). With 11 PRs (four of them rebuild candle-core) CI
+#   runs it as UPSTREAM_TESTS_AT_END=1 (the default here): fmt + clippy after each PR, the tests
+#   only after the last; UPSTREAM_TESTS_AT_END=0 checks everything after each PR (locally:
+#   `cargo xtask upstream-check --no-cuda`).
 # upstream-cuda (opt-in: `.ci/run upstream-cuda`, or UPSTREAM_CUDA=1 to add it to the default
 #   run): the full check including `cargo check -p candle-nn --features cuda`. Upstream main's
 #   candle-kernels build script also compiles its moe/mmq static library with nvcc: 9.9 min
@@ -25,7 +27,7 @@ step_upstream-apply() { run cargo xtask upstream-check --quick; }
 
 step_upstream-check() {
   local extra=()
-  if [[ ${UPSTREAM_TESTS_AT_END:-0} == 1 ]]; then
+  if [[ ${UPSTREAM_TESTS_AT_END:-1} == 1 ]]; then
     extra=(--tests-at-end)
   fi
   run cargo xtask upstream-check --no-cuda "${extra[@]}" 2>&1 | tee "$LOG_DIR/upstream-check.log"
