@@ -145,8 +145,6 @@ if has jit; then
   cat "$OUT/first-launch.log"
   if [ -x "$B/tft-bin-tft" ]; then
     step tft-1-epoch-cold 300 env CUDA_CACHE_DISABLE=1 "$B/tft-bin-tft" --device cuda --epochs 1 --layer-norm kernel --quiet
-    # The same as before the fatbin: every module, the layer norm's included, JIT-compiled.
-    step tft-1-epoch-cold-ptx-only 300 env CUDA_CACHE_DISABLE=1 CUDA_FORCE_PTX_JIT=1 "$B/tft-bin-tft" --device cuda --epochs 1 --layer-norm kernel --quiet
   fi
 fi
 if has tft; then
