@@ -100,6 +100,10 @@ fn extract_archive(archive: &Path, pin: &Pin, dest: &Path) -> Result<()> {
 fn unpack_members(reader: impl Read, pin: &Pin, dest: &Path) -> Result<()> {
     let mut tar = tar::Archive::new(reader);
     tar.set_preserve_permissions(true);
+    // Files get the time of extraction, not the archive's: cargo compares the mtimes of a
+    // path crate's sources with its last build, and `upstream-check` builds in a target
+    // folder that outlives the tree (an older mtime would pass for an unchanged build.rs).
+    tar.set_preserve_mtime(false);
     let mut seen = vec![false; pin.imported.len()];
     let mut stray: Vec<String> = Vec::new();
     let mut entries = 0usize;

@@ -271,8 +271,13 @@ fn strings(v: &[&str]) -> Vec<String> {
 }
 
 /// The commands checking the tree after one PR that touches `files`; `tests`: also the test
-/// runs and the CUDA check.
-fn pr_commands(files: &[String], tests: bool, cuda: bool) -> Vec<(&'static str, Vec<String>)> {
+/// runs and the CUDA check (`rebuild_kernels`: with candle-kernels built afresh).
+fn pr_commands(
+    files: &[String],
+    tests: bool,
+    cuda: bool,
+    rebuild_kernels: bool,
+) -> Vec<(&'static str, Vec<String>)> {
     let mut cmds = Vec::new();
     let rs: Vec<&String> = files.iter().filter(|f| f.ends_with(".rs")).collect();
     if !rs.is_empty() {
@@ -311,6 +316,16 @@ fn pr_commands(files: &[String], tests: bool, cuda: bool) -> Vec<(&'static str, 
             }
         }
         cmds.push(("test-core", core_tests));
+        // cudaforge keeps its PTX in the build script's OUT_DIR, which outlives the trees this
+        // check builds: once it reported "All PTX kernels up-to-date" for a PR that added a
+        // `.cu` and the check failed on the missing module. Kernels a PR touches are rebuilt.
+        let kernels = files.iter().any(|f| f.starts_with("candle-kernels/"));
+        if cuda && (kernels || rebuild_kernels) {
+            cmds.push((
+                "cuda-clean",
+                strings(&["cargo", "clean", "-p", "candle-kernels"]),
+            ));
+        }
         if cuda {
             cmds.push((
                 "cuda-check",
@@ -369,6 +384,7 @@ pub fn check_in(root: &Path, args: &CheckArgs, tree: &Path) -> Result<bool> {
     let target = root.join(CHECK_DIR);
     let cuda = !args.no_cuda && on_path("nvcc");
     let mut steps: Vec<Step> = Vec::new();
+    let mut kernels_rebuilt = false;
     let t_apply = t0.elapsed().as_secs_f64();
     for (i, p) in series.iter().enumerate() {
         if i > last {
@@ -389,7 +405,10 @@ pub fn check_in(root: &Path, args: &CheckArgs, tree: &Path) -> Result<bool> {
             .filter(|f| tree.join(f).exists())
             .collect();
         let tests = !args.tests_at_end || i == last;
-        for (name, c) in pr_commands(&files, tests, cuda) {
+        // The first CUDA check of a run rebuilds the kernels: an earlier run's may be there.
+        let rebuild_kernels = !kernels_rebuilt;
+        kernels_rebuilt |= cuda && tests;
+        for (name, c) in pr_commands(&files, tests, cuda, rebuild_kernels) {
             steps.push(run_step(tree, &target, &p.file_name(), name, &c)?);
         }
         if !steps.iter().all(Step::ok) {
@@ -476,7 +495,7 @@ mod tests {
     fn checks_follow_what_the_pr_touches() {
         let f = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let cmds = |files: &[&str], tests| -> Vec<String> {
-            pr_commands(&f(files), tests, false)
+            pr_commands(&f(files), tests, false, false)
                 .into_iter()
                 .map(|(n, c)| format!("{n}: {}", c.join(" ")))
                 .collect()
@@ -503,7 +522,18 @@ mod tests {
                 "test-core: cargo test --release -p candle-core --test grad_tests --test cuda_pool_tests",
             ]
         );
-        let with_cuda = pr_commands(&f(&["candle-nn/src/ops.rs"]), true, true);
+        let with_cuda = pr_commands(&f(&["candle-nn/src/ops.rs"]), true, true, false);
         assert_eq!(with_cuda.last().map(|c| c.0), Some("cuda-check"));
+        assert!(!with_cuda.iter().any(|c| c.0 == "cuda-clean"));
+        let names = |files: &[&str], rebuild| -> Vec<&str> {
+            let cmds = pr_commands(&f(files), true, true, rebuild);
+            cmds.iter().rev().take(2).map(|c| c.0).collect()
+        };
+        let kernel_pr = names(&["candle-kernels/src/layer_norm.cu"], false);
+        assert_eq!(kernel_pr, ["cuda-check", "cuda-clean"]);
+        assert_eq!(
+            names(&["candle-nn/src/ops.rs"], true),
+            ["cuda-check", "cuda-clean"]
+        );
     }
 }

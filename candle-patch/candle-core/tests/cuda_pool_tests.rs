@@ -1,6 +1,6 @@
 #![cfg(feature = "cuda")]
-//! The release threshold of the default memory pool: set when a device is created unless opted
-//! out or already set, user settable, and the pool can be trimmed.
+//! The release threshold of the default memory pool: set when a device is created if opted in
+//! and not already set, user settable, and the pool can be trimmed.
 use anyhow::Result;
 use candle_core::cuda::CudaDevice;
 use candle_core::{backend::BackendDevice, DType, Device, Tensor};
@@ -8,23 +8,23 @@ use candle_core::{backend::BackendDevice, DType, Device, Tensor};
 // One test: the pool and the environment are shared by the whole process.
 #[test]
 fn pool_release_threshold_and_trim() -> Result<()> {
-    let dev = CudaDevice::new(0)?;
-    // What device creation sets by default.
-    assert_eq!(dev.pool_release_threshold()?, u64::MAX);
-
-    // Opt-out: a new device leaves the driver's default.
-    dev.set_pool_release_threshold(0)?;
-    std::env::set_var(CudaDevice::POOL_RETAIN_ENV, "0");
-    let _opted_out = CudaDevice::new(0)?;
-    assert_eq!(dev.pool_release_threshold()?, 0);
+    // By default a new device leaves the driver's default threshold.
     std::env::remove_var(CudaDevice::POOL_RETAIN_ENV);
+    let dev = CudaDevice::new(0)?;
+    dev.set_pool_release_threshold(0)?;
     let _default = CudaDevice::new(0)?;
+    assert_eq!(dev.pool_release_threshold()?, 0);
+
+    // Opt-in: a new device keeps freed memory.
+    std::env::set_var(CudaDevice::POOL_RETAIN_ENV, "1");
+    let _opted_in = CudaDevice::new(0)?;
     assert_eq!(dev.pool_release_threshold()?, u64::MAX);
 
     // A threshold set by someone else is not overwritten.
     dev.set_pool_release_threshold(1 << 20)?;
     let _other = CudaDevice::new(0)?;
     assert_eq!(dev.pool_release_threshold()?, 1 << 20);
+    std::env::remove_var(CudaDevice::POOL_RETAIN_ENV);
 
     // Freed memory stays in the pool with the maximum threshold, trimming returns it.
     let size = 256u64 << 20;

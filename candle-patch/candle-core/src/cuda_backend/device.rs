@@ -353,19 +353,19 @@ fn set_mem_pool_attribute(
     Ok(())
 }
 
-/// Keeps the memory freed by candle in the device's default pool rather than returning it to
-/// the driver at each synchronization: otherwise the first large allocation after a
-/// synchronization maps fresh pages, which costs as much as the kernel using the buffer (e.g.
-/// 2x the time of a layer norm on 512MB). This is what caching allocators do (PyTorch).
+/// With `CANDLE_CUDA_POOL_RETAIN=1`, keeps the memory freed by candle in the device's default
+/// pool rather than returning it to the driver at each synchronization: otherwise the first
+/// large allocation after a synchronization maps fresh pages, which costs as much as the kernel
+/// using the buffer (e.g. 2x the time of a layer norm on 512MB). This is what caching
+/// allocators do (PyTorch).
 ///
-/// Only a pool whose release threshold is still the driver's default (0) is changed, and not
-/// when `CANDLE_CUDA_POOL_RETAIN=0`. This is a performance setting: errors are ignored, device
-/// creation never fails because of it.
+/// Only a pool whose release threshold is still the driver's default (0) is changed. This is a
+/// performance setting: errors are ignored, device creation never fails because of it.
 fn retain_pool_memory(context: &cudarc::driver::CudaContext) {
     use cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD as THRESHOLD;
-    if matches!(
+    if !matches!(
         std::env::var(CudaDevice::POOL_RETAIN_ENV).as_deref(),
-        Ok("0" | "false")
+        Ok("1" | "true")
     ) {
         return;
     }
@@ -377,8 +377,8 @@ fn retain_pool_memory(context: &cudarc::driver::CudaContext) {
 }
 
 impl CudaDevice {
-    /// The environment variable that opts out of keeping freed memory in the pool when a device
-    /// is created (`CANDLE_CUDA_POOL_RETAIN=0`), see [`Self::set_pool_release_threshold`].
+    /// The environment variable that opts in to keeping freed memory in the pool when a device
+    /// is created (`CANDLE_CUDA_POOL_RETAIN=1`), see [`Self::set_pool_release_threshold`].
     pub const POOL_RETAIN_ENV: &'static str = "CANDLE_CUDA_POOL_RETAIN";
 
     /// The environment variable that keeps cudarc's event tracking on for a device created
@@ -394,7 +394,7 @@ impl CudaDevice {
 
     /// Sets how many bytes of freed memory the device's default pool keeps at a
     /// synchronization instead of returning them to the driver: `u64::MAX` keeps everything
-    /// (what candle sets when a device is created, unless `CANDLE_CUDA_POOL_RETAIN=0` or the
+    /// (what candle sets when a device is created with `CANDLE_CUDA_POOL_RETAIN=1`, unless the
     /// threshold was already set), `0` is the driver's default. The pool is shared by every
     /// user of the device in the process.
     pub fn set_pool_release_threshold(&self, bytes: u64) -> Result<()> {
