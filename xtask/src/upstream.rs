@@ -316,15 +316,20 @@ fn pr_commands(
             }
         }
         cmds.push(("test-core", core_tests));
-        // cudaforge keeps its PTX in the build script's OUT_DIR, which outlives the trees this
-        // check builds: once it reported "All PTX kernels up-to-date" for a PR that added a
-        // `.cu` and the check failed on the missing module. Kernels a PR touches are rebuilt.
+        // The PTX of candle-kernels lives in its build script's OUT_DIR, which outlives the
+        // trees this check builds, and the build script only watches the `.cu` files that
+        // existed when it last ran: a PR that adds one got the old module list. When a PR
+        // touches the kernels, the PTX outputs are removed and the build script made to rerun
+        // (the moe/mmq library, ~10 min of nvcc that no PR changes, is kept).
         let kernels = files.iter().any(|f| f.starts_with("candle-kernels/"));
         if cuda && (kernels || rebuild_kernels) {
-            cmds.push((
-                "cuda-clean",
-                strings(&["cargo", "clean", "-p", "candle-kernels"]),
-            ));
+            let outputs = ["*.ptx", "ptx.rs", "*.fatbin", "fatbin.rs"]
+                .map(|f| format!("\"$CARGO_TARGET_DIR\"/*/build/candle-kernels-*/out/{f}"));
+            let script = format!(
+                "rm -f {} && touch candle-kernels/build.rs",
+                outputs.join(" ")
+            );
+            cmds.push(("cuda-clean", strings(&["sh", "-c", &script])));
         }
         if cuda {
             cmds.push((

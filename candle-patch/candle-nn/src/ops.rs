@@ -313,6 +313,10 @@ impl candle::CustomOp1 for SoftmaxLastDim {
         "softmax-last-dim"
     }
 
+    fn bwd(&self, _arg: &Tensor, res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
+        Ok(Some(softmax_last_dim_bwd(res, grad_res)?))
+    }
+
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
         fn softmax<T: candle::WithDType + num_traits::Float>(
             src: &[T],
@@ -453,8 +457,89 @@ impl candle::CustomOp1 for SoftmaxLastDim {
     }
 }
 
+/// The gradient of `softmax_last_dim` from its output `ys` and the output gradient `grad`:
+/// `ys * (grad - sum(grad * ys))` over the last dimension, one fused pass per row on the cpu
+/// (accumulated in f32, f64 for f64), tensor ops on other devices.
+fn softmax_last_dim_bwd(ys: &Tensor, grad: &Tensor) -> Result<Tensor> {
+    if ys.device().is_cpu() {
+        return ys.apply_op2_no_bwd(&grad.contiguous()?, &SoftmaxLastDimBwd);
+    }
+    let dtype = ys.dtype();
+    let internal_dtype = match dtype {
+        DType::F16 | DType::BF16 => DType::F32,
+        d => d,
+    };
+    let ys = ys.to_dtype(internal_dtype)?;
+    let grad = grad.to_dtype(internal_dtype)?;
+    let dot = (&grad * &ys)?.sum_keepdim(D::Minus1)?;
+    (ys * grad.broadcast_sub(&dot)?)?.to_dtype(dtype)
+}
+
+#[derive(Debug, Clone)]
+struct SoftmaxLastDimBwd;
+
+impl candle::CustomOp2 for SoftmaxLastDimBwd {
+    fn name(&self) -> &'static str {
+        "softmax-last-dim-bwd"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        use candle::backend::BackendStorage;
+        if l1.shape() != l2.shape() {
+            candle::bail!(
+                "softmax grad shape {:?} does not match the output {:?}",
+                l2.shape(),
+                l1.shape()
+            )
+        }
+        fn inner<T: LayerNormDType>(
+            (ys, l1): (&CpuStorage, &Layout),
+            (grad, l2): (&CpuStorage, &Layout),
+        ) -> Result<CpuStorage> {
+            let (ys, grad) = match (l1.contiguous_offsets(), l2.contiguous_offsets()) {
+                (Some((a1, a2)), Some((b1, b2))) => {
+                    (&ys.as_slice::<T>()?[a1..a2], &grad.as_slice::<T>()?[b1..b2])
+                }
+                _ => candle::bail!("softmax-last-dim-bwd: output and grad have to be contiguous"),
+            };
+            let n_cols = l1.dims().last().copied().unwrap_or(1).max(1);
+            let zero = <T::Acc as num_traits::Zero>::zero();
+            let mut dst = vec![T::zero(); ys.len()];
+            dst.par_chunks_mut(n_cols)
+                .zip(ys.par_chunks(n_cols).zip(grad.par_chunks(n_cols)))
+                .for_each(|(dx, (y, dy))| {
+                    let dot = y
+                        .iter()
+                        .zip(dy)
+                        .fold(zero, |acc, (&y, &dy)| acc + y.to_acc() * dy.to_acc());
+                    for ((dx, &y), &dy) in dx.iter_mut().zip(y).zip(dy) {
+                        *dx = T::from_acc(y.to_acc() * (dy.to_acc() - dot));
+                    }
+                });
+            Ok(candle::WithDType::to_cpu_storage_owned(dst))
+        }
+        let (y, g) = ((s1, l1), (s2, l2));
+        let storage = match s1.dtype() {
+            DType::BF16 => inner::<half::bf16>(y, g)?,
+            DType::F16 => inner::<half::f16>(y, g)?,
+            DType::F32 => inner::<f32>(y, g)?,
+            DType::F64 => inner::<f64>(y, g)?,
+            dt => candle::bail!("softmax-last-dim is not implemented for {dt:?}"),
+        };
+        Ok((storage, l1.shape().clone()))
+    }
+}
+
+/// Softmax over the last dimension, fused. Differentiable: the backward is fused on the cpu and
+/// uses tensor ops on other devices.
 pub fn softmax_last_dim(xs: &Tensor) -> Result<Tensor> {
-    xs.apply_op1_no_bwd(&SoftmaxLastDim)
+    xs.apply_op1(SoftmaxLastDim)
 }
 
 #[derive(Debug, Clone)]
@@ -467,6 +552,17 @@ impl candle::CustomOp2 for RmsNorm {
         "rms-norm"
     }
 
+    fn bwd(
+        &self,
+        xs: &Tensor,
+        alpha: &Tensor,
+        _res: &Tensor,
+        grad_res: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let (dxs, dalpha) = rms_norm_bwd(xs, alpha, grad_res, self.eps)?;
+        Ok((Some(dxs), dalpha))
+    }
+
     fn cpu_fwd(
         &self,
         s1: &CpuStorage,
@@ -477,18 +573,14 @@ impl candle::CustomOp2 for RmsNorm {
         use candle::backend::BackendStorage;
 
         let eps = self.eps;
-        fn inner<
-            T: candle::WithDType
-                + num_traits::Float
-                + num_traits::AsPrimitive<f32>
-                + num_traits::FromPrimitive,
-        >(
+        fn inner<T: LayerNormDType>(
             src: &[T],
             layout: &Layout,
             alpha: &[T],
             alpha_layout: &Layout,
             eps: f32,
         ) -> Result<(CpuStorage, Shape)> {
+            use num_traits::NumCast;
             let src = match layout.contiguous_offsets() {
                 None => candle::bail!("input has to be contiguous"),
                 Some((o1, o2)) => &src[o1..o2],
@@ -501,20 +593,15 @@ impl candle::CustomOp2 for RmsNorm {
             let dims = layout.shape().dims();
             let dim_m1 = dims[dims.len() - 1];
             let mut dst = vec![T::zero(); el_count];
+            let zero = <T::Acc as num_traits::Zero>::zero();
+            let n: T::Acc = NumCast::from(dim_m1).unwrap_or(zero);
+            let eps: T::Acc = NumCast::from(eps).unwrap_or(zero);
             src.par_chunks(dim_m1)
                 .zip(dst.par_chunks_mut(dim_m1))
                 .for_each(|(src, dst)| {
-                    let sum2 = src
-                        .iter()
-                        .map(|&v| {
-                            let v = v.as_();
-                            v * v
-                        })
-                        .sum::<f32>();
-                    let m = (sum2 / dim_m1 as f32 + eps).sqrt();
-                    let m = T::from_f32(m).unwrap_or_else(T::nan);
+                    let rstd = rms_norm_rstd(src, n, eps);
                     for ((d, s), alpha) in dst.iter_mut().zip(src.iter()).zip(alpha) {
-                        *d = *s / m * *alpha
+                        *d = T::from_acc(s.to_acc() * rstd * alpha.to_acc())
                     }
                 });
             let storage = candle::WithDType::to_cpu_storage_owned(dst);
@@ -526,6 +613,7 @@ impl candle::CustomOp2 for RmsNorm {
             (C::BF16(s1), C::BF16(s2)) => inner::<half::bf16>(s1, l1, s2, l2, eps),
             (C::F16(s1), C::F16(s2)) => inner::<half::f16>(s1, l1, s2, l2, eps),
             (C::F32(s1), C::F32(s2)) => inner::<f32>(s1, l1, s2, l2, eps),
+            (C::F64(s1), C::F64(s2)) => inner::<f64>(s1, l1, s2, l2, eps),
             _ => candle::bail!("unsupported dtype for rmsnorm {:?}", s1.dtype()),
         }
     }
@@ -668,7 +756,163 @@ pub fn rms_norm(xs: &Tensor, alpha: &Tensor, eps: f32) -> Result<Tensor> {
             alpha.shape()
         )
     }
-    xs.apply_op2_no_bwd(alpha, &RmsNorm { eps })
+    xs.apply_op2(alpha, RmsNorm { eps })
+}
+
+/// `1 / sqrt(mean(x^2) + eps)` of a row, accumulated in `T::Acc`.
+fn rms_norm_rstd<T: LayerNormDType>(row: &[T], n: T::Acc, eps: T::Acc) -> T::Acc {
+    use num_traits::Float;
+    let zero = <T::Acc as num_traits::Zero>::zero();
+    let sum2 = row
+        .iter()
+        .fold(zero, |acc, &v| acc + v.to_acc() * v.to_acc());
+    (sum2 / n + eps).sqrt().recip()
+}
+
+/// Returns `dx` followed by `dalpha` in one buffer. With `r = rstd` and `g = grad * alpha`:
+/// `dx = r * (g - x * r^2 * mean(g * x))`, `dalpha = sum over the rows of grad * x * r`, the
+/// per chunk partial sums of `dalpha` added in order (the chunks only depend on the shape).
+fn rms_norm_cpu_bwd<T: LayerNormDType>(
+    xs: &[T],
+    grad: &[T],
+    alpha: &[T],
+    n_cols: usize,
+    eps: f32,
+) -> Vec<T> {
+    use num_traits::NumCast;
+    const MAX_CHUNKS: usize = 64;
+    let zero = <T::Acc as num_traits::Zero>::zero();
+    let el_count = xs.len();
+    let mut dst = vec![T::zero(); el_count + n_cols];
+    if el_count == 0 {
+        return dst;
+    }
+    let n: T::Acc = NumCast::from(n_cols).unwrap_or(zero);
+    let eps: T::Acc = NumCast::from(eps).unwrap_or(zero);
+    let chunk = (el_count / n_cols).div_ceil(MAX_CHUNKS) * n_cols;
+    let (dxs, dalpha) = dst.split_at_mut(el_count);
+    let partials: Vec<Vec<T::Acc>> = xs
+        .par_chunks(chunk)
+        .zip(grad.par_chunks(chunk))
+        .zip(dxs.par_chunks_mut(chunk))
+        .map(|((xs, grad), dxs)| {
+            let mut dalpha = vec![zero; n_cols];
+            for ((x, dy), dx) in xs
+                .chunks(n_cols)
+                .zip(grad.chunks(n_cols))
+                .zip(dxs.chunks_mut(n_cols))
+            {
+                let rstd = rms_norm_rstd(x, n, eps);
+                let g = |i: usize| dy[i].to_acc() * alpha[i].to_acc();
+                let sum_gx = (0..n_cols).fold(zero, |acc, i| acc + g(i) * x[i].to_acc());
+                let c = sum_gx / n * rstd * rstd;
+                for (i, dx) in dx.iter_mut().enumerate() {
+                    let x = x[i].to_acc();
+                    *dx = T::from_acc(rstd * (g(i) - x * c));
+                    dalpha[i] = dalpha[i] + dy[i].to_acc() * x * rstd;
+                }
+            }
+            dalpha
+        })
+        .collect();
+    for (i, d) in dalpha.iter_mut().enumerate() {
+        *d = T::from_acc(partials.iter().fold(zero, |acc, p| acc + p[i]));
+    }
+    dst
+}
+
+/// The fused rms-norm backward on the cpu, its single output packs `dx` then `dalpha`.
+#[derive(Debug, Clone)]
+struct RmsNormBwd {
+    eps: f32,
+}
+
+impl candle::CustomOp3 for RmsNormBwd {
+    fn name(&self) -> &'static str {
+        "rms-norm-bwd"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        use candle::backend::BackendStorage;
+        fn inner<T: LayerNormDType>(
+            (xs, l1): (&CpuStorage, &Layout),
+            (grad, l2): (&CpuStorage, &Layout),
+            (alpha, l3): (&CpuStorage, &Layout),
+            eps: f32,
+        ) -> Result<CpuStorage> {
+            let xs = layer_norm_cpu_slice::<T>(xs, l1, "input")?;
+            let grad = layer_norm_cpu_slice::<T>(grad, l2, "grad")?;
+            let alpha = layer_norm_cpu_slice::<T>(alpha, l3, "alpha")?;
+            let n_cols = alpha.len();
+            Ok(candle::WithDType::to_cpu_storage_owned(rms_norm_cpu_bwd(
+                xs, grad, alpha, n_cols, eps,
+            )))
+        }
+        let (x, g, a) = ((s1, l1), (s2, l2), (s3, l3));
+        let storage = match s1.dtype() {
+            DType::BF16 => inner::<half::bf16>(x, g, a, self.eps)?,
+            DType::F16 => inner::<half::f16>(x, g, a, self.eps)?,
+            DType::F32 => inner::<f32>(x, g, a, self.eps)?,
+            DType::F64 => inner::<f64>(x, g, a, self.eps)?,
+            dt => candle::bail!("rms-norm is not implemented for {dt:?}"),
+        };
+        let n_cols = l3.shape().elem_count();
+        Ok((storage, Shape::from(l1.shape().elem_count() + n_cols)))
+    }
+}
+
+/// Gradients of [`rms_norm`] for the output gradient `grad`: `dx` and, when `alpha` tracks a
+/// gradient, `dalpha`. Fused on the cpu, tensor ops on other devices.
+fn rms_norm_bwd(
+    xs: &Tensor,
+    alpha: &Tensor,
+    grad: &Tensor,
+    eps: f32,
+) -> Result<(Tensor, Option<Tensor>)> {
+    let n_cols = alpha.dims1()?;
+    if xs.device().is_cpu() {
+        let (xs, grad) = (xs.contiguous()?, grad.contiguous()?);
+        let packed = xs.apply_op3_no_bwd(&grad, &alpha.contiguous()?, &RmsNormBwd { eps })?;
+        let el_count = xs.elem_count();
+        let dxs = packed.narrow(0, 0, el_count)?.reshape(xs.shape())?;
+        // A copy: as a view, dalpha would keep the activation-sized buffer alive.
+        let dalpha = match alpha.track_op() {
+            true => Some(packed.narrow(0, el_count, n_cols)?.force_contiguous()?),
+            false => None,
+        };
+        return Ok((dxs, dalpha));
+    }
+    let dtype = xs.dtype();
+    let internal_dtype = match dtype {
+        DType::F16 | DType::BF16 => DType::F32,
+        d => d,
+    };
+    let x = xs.to_dtype(internal_dtype)?;
+    let grad = grad.to_dtype(internal_dtype)?;
+    let rstd = (x.sqr()?.mean_keepdim(D::Minus1)? + eps as f64)?
+        .sqrt()?
+        .recip()?;
+    let g = grad.broadcast_mul(&alpha.to_dtype(internal_dtype)?)?;
+    let c = ((&g * &x)?.mean_keepdim(D::Minus1)? * rstd.sqr()?)?;
+    let dxs = (g - x.broadcast_mul(&c)?)?.broadcast_mul(&rstd)?;
+    let dalpha = match alpha.track_op() {
+        true => {
+            let da = (grad * x.broadcast_mul(&rstd)?)?
+                .reshape(((), n_cols))?
+                .sum(0)?;
+            Some(da.to_dtype(dtype)?)
+        }
+        false => None,
+    };
+    Ok((dxs.to_dtype(dtype)?, dalpha))
 }
 
 /// Element types supported by the fused layer norm, with the type used to accumulate the

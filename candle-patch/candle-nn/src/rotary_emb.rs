@@ -222,6 +222,95 @@ impl candle::CustomOp3 for RotaryEmbI {
         let out = candle::MetalStorage::new(output, device.clone(), el, src.dtype());
         Ok((out, l_src.shape().clone()))
     }
+
+    fn bwd(
+        &self,
+        xs: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        _res: &Tensor,
+        grad_res: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        rope_bwd(
+            self.clone(),
+            RopeLayout::Interleaved,
+            xs,
+            cos,
+            sin,
+            grad_res,
+        )
+    }
+}
+
+/// Where the pairs of a rope kernel live: `Interleaved` (`rope_i`: (x0, x1) adjacent in the last
+/// dim of (b, h, t, d)), `Bhtd` (`rope`: the two halves of the last dim of (b, h, t, d)) and
+/// `Thd` (`rope_thd`: the two halves, (b, t, h, d)).
+#[derive(Debug, Clone, Copy)]
+enum RopeLayout {
+    Interleaved,
+    Bhtd,
+    Thd,
+}
+
+/// The backward of the rope ops. The rotation by theta has the rotation by -theta as transpose,
+/// so the input gradient is the same fused op applied to the output gradient with `-sin`.
+/// `cos` and `sin` get gradients (tensor ops) only when they track one.
+fn rope_bwd<Op: candle::CustomOp3>(
+    op: Op,
+    layout: RopeLayout,
+    xs: &Tensor,
+    cos: &Tensor,
+    sin: &Tensor,
+    grad: &Tensor,
+) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    let dxs = grad.contiguous()?.apply_op3_no_bwd(cos, &sin.neg()?, &op)?;
+    if !cos.track_op() && !sin.track_op() {
+        return Ok((Some(dxs), None, None));
+    }
+    // The pairs (x0, x1) and (dy0, dy1) of every rotation, with y0 = x0 cos - x1 sin and
+    // y1 = x0 sin + x1 cos: dcos = dy0 x0 + dy1 x1, dsin = dy1 x0 - dy0 x1, summed over the
+    // heads (and the batch when cos/sin are not batched).
+    let (b, d1, d2, d) = xs.dims4()?;
+    let halves = |t: &Tensor| -> Result<(Tensor, Tensor)> {
+        match layout {
+            RopeLayout::Interleaved => {
+                let t = t.reshape((b, d1, d2, d / 2, 2))?;
+                Ok((
+                    t.narrow(4, 0, 1)?.squeeze(4)?,
+                    t.narrow(4, 1, 1)?.squeeze(4)?,
+                ))
+            }
+            RopeLayout::Bhtd | RopeLayout::Thd => {
+                Ok((t.narrow(3, 0, d / 2)?, t.narrow(3, d / 2, d / 2)?))
+            }
+        }
+    };
+    let internal_dtype = match xs.dtype() {
+        candle::DType::F16 | candle::DType::BF16 => candle::DType::F32,
+        d => d,
+    };
+    let (x0, x1) = halves(&xs.to_dtype(internal_dtype)?)?;
+    let (dy0, dy1) = halves(&grad.to_dtype(internal_dtype)?)?;
+    let head_dim = match layout {
+        RopeLayout::Interleaved | RopeLayout::Bhtd => 1,
+        RopeLayout::Thd => 2,
+    };
+    // Back to the shape of `cos`/`sin`: (t, d / 2) or (b, t, d / 2), rows beyond the input's
+    // sequence length get zeros.
+    let reduce = |g: Tensor, cs: &Tensor| -> Result<Option<Tensor>> {
+        if !cs.track_op() {
+            return Ok(None);
+        }
+        let g = g.sum(head_dim)?;
+        let g = if cs.rank() == 2 { g.sum(0)? } else { g };
+        let seq_dim = cs.rank() - 2;
+        let missing = cs.dim(seq_dim)? - g.dim(seq_dim)?;
+        let g = g.pad_with_zeros(seq_dim, 0, missing)?;
+        Ok(Some(g.to_dtype(cs.dtype())?))
+    };
+    let dcos = reduce(((&dy0 * &x0)? + (&dy1 * &x1)?)?, cos)?;
+    let dsin = reduce(((&dy1 * &x0)? - (&dy0 * &x1)?)?, sin)?;
+    Ok((Some(dxs), dcos, dsin))
 }
 
 fn rope_check_cs(cs: &Tensor, b_sz: usize) -> Result<(usize, usize)> {
@@ -262,7 +351,7 @@ pub fn rope_i(xs: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
     if !sin.is_contiguous() {
         candle::bail!("sin has to be contiguous in rope")
     }
-    xs.apply_op3_no_bwd(cos, sin, &RotaryEmbI)
+    xs.apply_op3(cos, sin, RotaryEmbI)
 }
 
 pub fn rope_i_slow(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
@@ -505,6 +594,17 @@ impl candle::CustomOp3 for RotaryEmb {
         let out = candle::MetalStorage::new(output, device.clone(), el, src.dtype());
         Ok((out, l_src.shape().clone()))
     }
+
+    fn bwd(
+        &self,
+        xs: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        _res: &Tensor,
+        grad_res: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        rope_bwd(self.clone(), RopeLayout::Bhtd, xs, cos, sin, grad_res)
+    }
 }
 
 pub fn rope(xs: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
@@ -532,7 +632,7 @@ pub fn rope(xs: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
     if !sin.is_contiguous() {
         candle::bail!("sin has to be contiguous in rope")
     }
-    xs.apply_op3_no_bwd(cos, sin, &RotaryEmb)
+    xs.apply_op3(cos, sin, RotaryEmb)
 }
 
 fn rotate_half(xs: &Tensor) -> Result<Tensor> {
@@ -775,6 +875,17 @@ impl candle::CustomOp3 for RotaryEmbThd {
         let out = candle::MetalStorage::new(output, device.clone(), el, src.dtype());
         Ok((out, l_src.shape().clone()))
     }
+
+    fn bwd(
+        &self,
+        xs: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        _res: &Tensor,
+        grad_res: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        rope_bwd(self.clone(), RopeLayout::Thd, xs, cos, sin, grad_res)
+    }
 }
 
 pub fn rope_thd(xs: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
@@ -802,5 +913,5 @@ pub fn rope_thd(xs: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
     if !sin.is_contiguous() {
         candle::bail!("sin has to be contiguous in rope")
     }
-    xs.apply_op3_no_bwd(cos, sin, &RotaryEmbThd)
+    xs.apply_op3(cos, sin, RotaryEmbThd)
 }
