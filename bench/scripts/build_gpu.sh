@@ -27,13 +27,14 @@ collect() { # prefix, cargo args...
   done
 }
 # Vendored candle tests (upstream style, test_device! _gpu variants).
-collect candle-nn test --release --no-run --manifest-path candle-patch/Cargo.toml -p candle-nn --features cuda --test ops --test layer_norm --test optim --test rnn
+collect candle-nn test --release --no-run --manifest-path candle-patch/Cargo.toml -p candle-nn --features cuda --test ops --test layer_norm --test optim --test rnn --test fused_grads
 collect candle-core test --release --no-run --manifest-path candle-patch/Cargo.toml -p candle-core --features cuda --test grad_tests --test cuda_pool_tests --test cuda_device_tests
 # Our crates.
 collect shim test --release --no-run -p candle-layer-norm-compat --features kernel,cuda --test kernel --test composite
 collect shim build --release -p candle-layer-norm-compat --features kernel,cuda --example ab_bench
 collect bench build --release -p ln-bench --features cuda --bin gpu_bench
 collect bench build --release -p ln-bench --features cuda --bin first_launch
+collect bench build --release -p ln-bench --features cuda --bin family_bench
 if [ -d tft ]; then
   (collect tft build --release -p tft --features cuda --bins) || echo "WARNING: tft binary not built" >&2
   (collect tft test --release --no-run -p tft --features cuda --test cuda) || echo "WARNING: tft tests not built" >&2

@@ -16,6 +16,8 @@
 #   jit:       first launch on a cold JIT cache (CUDA_CACHE_DISABLE=1): the first fused layer norm
 #              forward + backward and the module loads from fatbin and PTX (first_launch), and a
 #              1-epoch TFT run
+#   family:    rms_norm, softmax_last_dim and rope forward and training step at LLM shapes,
+#              beside PyTorch (family_bench + family_torch.py; family.md)
 # Every step logs to $OUT/<step>.log; a failing step is recorded, the run goes on.
 #   bench/scripts/device_run.sh tests,sanitizer
 set -uo pipefail
@@ -58,6 +60,7 @@ if has sanitizer; then
   # Sanitizers on the GPU layer-norm tests (the generated *_gpu variants).
   for tool in memcheck racecheck; do
     step "$tool-candle-nn-layer_norm" 200 compute-sanitizer --tool "$tool" --error-exitcode 1 "$B/candle-nn-layer_norm" --test-threads=1 _gpu
+    step "$tool-candle-nn-fused_grads" 300 compute-sanitizer --tool "$tool" --error-exitcode 1 "$B/candle-nn-fused_grads" --test-threads=1 _gpu
     step "$tool-candle-nn-ops" 200 compute-sanitizer --tool "$tool" --error-exitcode 1 "$B/candle-nn-ops" --test-threads=1 ln_ lno_
   done
   # The fused AdamW and LSTM-cell kernels (no shared memory: memcheck only).
@@ -136,6 +139,11 @@ if has paper && [ -x "$B/tft-bin-tft" ]; then
       step tft-torch-paper-compile 400 python3 "${T[@]}" --compile
     fi
   fi
+fi
+if has family; then
+  step family-candle 500 "$B/bench-bin-family_bench" --device cuda --csv "$OUT/family-candle.csv"
+  step family-torch 500 python3 bench/scripts/family_torch.py --candle-csv "$OUT/family-candle.csv" --csv "$OUT/family-torch.csv"
+  sed -n '/^| op/,$p' "$OUT/family-torch.log" > "$OUT/family.md"
 fi
 if has stats && [ -f .gpu/stats_experiment/run.sh ]; then step stats-experiment 300 bash .gpu/stats_experiment/run.sh; fi
 if has jit; then

@@ -9,11 +9,12 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// the first use wins over the variable; called later, it overrides it.
 pub const BACKEND_ENV_VAR: &str = "CANDLE_LN_BACKEND";
 
-/// Which implementation [`crate::ops::layer_norm`] and [`crate::LayerNorm`] use.
+/// Which implementation [`crate::ops::layer_norm`], [`crate::LayerNorm`], [`crate::rms_norm_op`]
+/// and [`crate::RmsNorm`] use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Backend {
-    /// The fused kernel (`candle_nn::ops::layer_norm_opt`) when the crate is compiled with
-    /// feature `kernel`, otherwise the composite.
+    /// The fused kernels (`candle_nn::ops::layer_norm_opt`, `candle_nn::ops::rms_norm`) when
+    /// the crate is compiled with feature `kernel`, otherwise the composite.
     #[default]
     Auto,
     /// Always the composite of stock candle tensor ops, even when `kernel` is compiled in

@@ -9,6 +9,10 @@
 //! * the **fused kernel** of the patched candle fork (feature `kernel`):
 //!   `candle_nn::ops::layer_norm_opt`, one launch forward and a fused backward.
 //!
+//! [`RmsNorm`] / [`rms_norm`] / [`rms_norm_op`] do the same for RMS normalization (stock
+//! candle's fused `rms_norm`, used by `candle_nn::RmsNorm`, has no backward either): the fork's
+//! fused op with `kernel`, a differentiable composite otherwise, the same backend switch.
+//!
 //! # Features
 //!
 //! | feature  | effect | requires |
@@ -77,10 +81,12 @@ mod layer_norm;
 pub mod ops;
 #[cfg(feature = "kernel")]
 mod patched_guard;
+mod rms_norm;
 
 pub use backend::{backend, kernel_compiled, set_backend, Backend, BACKEND_ENV_VAR};
 pub use candle_nn::LayerNormConfig;
 pub use layer_norm::{layer_norm, layer_norm_no_bias, LayerNorm};
+pub use rms_norm::{rms_norm, rms_norm_op, rms_norm_with_backend, RmsNorm};
 
 /// Old name of [`LayerNorm`].
 #[deprecated(

@@ -53,10 +53,20 @@ impl InterpretableMultiHeadAttention {
         let scale = 1.0 / (self.d_head as f64).sqrt();
         let scores = (q.matmul(&k.transpose(2, 3)?.contiguous()?)? * scale)?;
         let scores = scores.broadcast_add(&Self::causal_mask(t, x.device())?)?;
-        let attn = candle_nn::ops::softmax(&scores, D::Minus1)?; // [b, nh, t, t]
-                                                                 // V is shared, so mean_h(A_h V) == mean_h(A_h) V: average first, one matmul.
+        let attn = softmax_last_dim(&scores)?; // [b, nh, t, t]
+        // V is shared, so mean_h(A_h V) == mean_h(A_h) V: average first, one matmul.
         let avg_attn = attn.mean(1)?; // [b, t, t]
         let avg = avg_attn.matmul(&v)?; // [b, t, d]
         Ok((self.out.forward(&avg)?, avg_attn))
+    }
+}
+
+/// Softmax over the last dimension: the fork's fused, differentiable op when the kernel is
+/// compiled in (stock candle's has no backward), else the tensor-op softmax.
+fn softmax_last_dim(xs: &Tensor) -> Result<Tensor> {
+    if cfg!(feature = "kernel") {
+        candle_nn::ops::softmax_last_dim(&xs.contiguous()?)
+    } else {
+        candle_nn::ops::softmax(xs, D::Minus1)
     }
 }

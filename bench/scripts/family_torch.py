@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""PyTorch side of bench/src/bin/family_bench.rs: the same ops, shapes, levels and timing
+method (warm up, then `reps` batches of `iters` calls each ended by a synchronize; median batch
+/ iters). rms_norm = F.rms_norm, softmax_last_dim = torch.softmax(x, -1), rope = the tensor-op
+rotate-half rope (PyTorch has no fused rope). step = forward, then (y * dy).sum().backward(),
+the algebra of candle's `(y * dy).backward()`.
+
+With --candle-csv, prints both side by side (ratio = PyTorch time / candle time, > 1: candle
+is faster) and the effective GB/s against the device's copy speed.
+"""
+import argparse
+import csv
+import time
+
+import torch
+import torch.nn.functional as F
+
+COPY_GBPS = 4174.0  # H200 device-to-device copy, bench/results/ (same machine kind)
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+
+
+def iters_for(nbytes):
+    return int(min(max(2e9 / max(nbytes, 1), 5), 200))
+
+
+def time_us(fn, iters, reps):
+    for _ in range(min(max(iters, 3), 20)):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t) * 1e6 / iters)
+    times.sort()
+    n = len(times)
+    return times[n // 2] if n % 2 else (times[n // 2 - 1] + times[n // 2]) / 2
+
+
+def rope(x, cos, sin):
+    d = x.shape[-1]
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    c = torch.cat([cos, cos], -1)[None, None]
+    s = torch.cat([sin, sin], -1)[None, None]
+    return x * c + torch.cat([-x2, x1], -1) * s
+
+
+def forward(op, x, w, cos, sin):
+    if op == "rms_norm":
+        return F.rms_norm(x, (x.shape[-1],), w, 1e-5)
+    if op == "softmax_last_dim":
+        return torch.softmax(x, -1)
+    return rope(x, cos, sin)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--candle-csv", required=True)
+    ap.add_argument("--csv", default="family-torch.csv")
+    ap.add_argument("--reps", type=int, default=5)
+    a = ap.parse_args()
+    candle = list(csv.DictReader(open(a.candle_csv)))
+    out = []
+    for row in candle:
+        dt = DTYPES[row["dtype"]]
+        shape = [int(d) for d in row["shape"].split("x")]
+        x = torch.randn(*shape, device="cuda", dtype=dt)
+        dy = torch.randn(*shape, device="cuda", dtype=dt)
+        w = (1 + 0.1 * torch.randn(shape[-1], device="cuda")).to(dt)
+        seq = shape[2] if row["op"] == "rope" else 1
+        theta = torch.randn(seq, shape[-1] // 2, device="cuda")
+        cos, sin = theta.cos().to(dt), theta.sin().to(dt)
+        nbytes = int(row["bytes"])
+        iters = iters_for(2 * x.numel() * x.element_size())
+        if row["level"] == "fwd":
+            with torch.no_grad():
+                us = time_us(lambda: forward(row["op"], x, w, cos, sin), iters, a.reps)
+        else:
+            xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+
+            def step():
+                y = forward(row["op"], xg, wg, cos, sin)
+                (y * dy).sum().backward()
+                xg.grad, wg.grad = None, None
+
+            us = time_us(step, max(1, (iters + 3) // 4), a.reps)
+        out.append({**row, "impl": "torch", "us": f"{us:.2f}"})
+        del x, dy
+        torch.cuda.empty_cache()
+    with open(a.csv, "w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=list(candle[0].keys()))
+        wr.writeheader()
+        wr.writerows(out)
+    print(f"| op | level | dtype | shape | candle us | torch us | torch/candle | candle GB/s | % copy |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|")
+    for c, t in zip(candle, out):
+        cu, tu = float(c["us"]), float(t["us"])
+        gbps = int(c["bytes"]) / cu / 1e3
+        print(
+            f"| {c['op']} | {c['level']} | {c['dtype']} | {c['shape']} | {cu:.1f} | {tu:.1f} | "
+            f"{tu / cu:.2f} | {gbps:.0f} | {100 * gbps / COPY_GBPS:.0f}% |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+//! The rest of the fused family on a device: `ops::rms_norm`, `ops::softmax_last_dim` and
+//! `rotary_emb::rope`, forward alone and a training step (`op(x)`, then `(y * dy).backward()`),
+//! at LLM shapes. Writes a CSV that `bench/scripts/family_torch.py` puts beside PyTorch's.
+
+use anyhow::Result;
+use candle_core::{DType, Device, Tensor, Var};
+use clap::Parser;
+use ln_bench::timing::{iters_for, time_us};
+use std::io::Write;
+
+#[derive(Parser)]
+struct Args {
+    /// `cuda` or `cpu`.
+    #[arg(long, default_value = "cuda")]
+    device: String,
+    /// Output CSV.
+    #[arg(long, default_value = "family-candle.csv")]
+    csv: String,
+    /// Timed batches per measurement (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Divide every leading dimension by this (quick runs, e.g. on the CPU).
+    #[arg(long, default_value_t = 1)]
+    scale: usize,
+}
+
+/// One op at one shape: `dims` of the input, the last one is the normalized/rotated one.
+struct Case {
+    op: &'static str,
+    dims: Vec<usize>,
+}
+
+fn cases(scale: usize) -> Vec<Case> {
+    let s = |n: usize| (n / scale).max(1);
+    vec![
+        Case {
+            op: "rms_norm",
+            dims: vec![s(4096), 4096],
+        },
+        Case {
+            op: "rms_norm",
+            dims: vec![s(32768), 4096],
+        },
+        Case {
+            op: "softmax_last_dim",
+            dims: vec![s(32 * 4096), 4096],
+        },
+        Case {
+            op: "softmax_last_dim",
+            dims: vec![s(4096), 32000],
+        },
+        Case {
+            op: "rope",
+            dims: vec![1, 32, s(4096), 128],
+        },
+    ]
+}
+
+fn forward(op: &str, x: &Tensor, w: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    Ok(match op {
+        "rms_norm" => candle_nn::ops::rms_norm(x, w, 1e-5)?,
+        "softmax_last_dim" => candle_nn::ops::softmax_last_dim(x)?,
+        "rope" => candle_nn::rotary_emb::rope(x, cos, sin)?,
+        op => anyhow::bail!("unknown op {op}"),
+    })
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let dev = match args.device.as_str() {
+        "cpu" => Device::Cpu,
+        "cuda" => Device::new_cuda(0)?,
+        d => anyhow::bail!("--device {d}: use cpu or cuda"),
+    };
+    // As PyTorch's caching allocator: freed memory stays in the pool.
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(cuda) = &dev {
+        cuda.set_pool_release_threshold(u64::MAX)?;
+    }
+    let mut f = std::fs::File::create(&args.csv)?;
+    writeln!(f, "impl,op,level,dtype,shape,us,bytes")?;
+    for dtype in [DType::F32, DType::BF16] {
+        for case in cases(args.scale) {
+            let shape = case.dims.clone();
+            let last = *shape.last().unwrap_or(&1);
+            let x = Tensor::randn(0f32, 1., shape.as_slice(), &dev)?.to_dtype(dtype)?;
+            let dy = Tensor::randn(0f32, 1., shape.as_slice(), &dev)?.to_dtype(dtype)?;
+            let w = Tensor::randn(1f32, 0.1, last, &dev)?.to_dtype(dtype)?;
+            let seq = if case.op == "rope" { shape[2] } else { 1 };
+            let theta = Tensor::randn(0f32, 1., (seq, last / 2), &dev)?;
+            let (cos, sin) = (theta.cos()?.to_dtype(dtype)?, theta.sin()?.to_dtype(dtype)?);
+            let n = x.elem_count() * dtype.size_in_bytes();
+            // Forward: read x, write y. Step: + read dy and x (or y), write dx.
+            let (fwd_bytes, step_bytes) = (2 * n, 5 * n);
+            let iters = iters_for(fwd_bytes);
+            let shape_s = shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("x");
+            let us = time_us(&dev, iters, args.reps, || {
+                forward(case.op, &x, &w, &cos, &sin).map(drop).map_err(to_candle)
+            })?;
+            let dt = format!("{dtype:?}").to_lowercase();
+            writeln!(f, "candle,{},fwd,{dt},{shape_s},{us:.2},{fwd_bytes}", case.op)?;
+            println!("{:<17} fwd  {dt:<5} {shape_s:<18} {us:>10.1} us", case.op);
+            let (xv, wv) = (Var::from_tensor(&x)?, Var::from_tensor(&w)?);
+            let us = time_us(&dev, iters.div_ceil(4), args.reps, || {
+                let y = forward(case.op, &xv, &wv, &cos, &sin).map_err(to_candle)?;
+                (y * &dy)?.backward().map(drop)
+            })?;
+            writeln!(f, "candle,{},step,{dt},{shape_s},{us:.2},{step_bytes}", case.op)?;
+            println!("{:<17} step {dt:<5} {shape_s:<18} {us:>10.1} us", case.op);
+        }
+    }
+    Ok(())
+}
+
+fn to_candle(e: anyhow::Error) -> candle_core::Error {
+    candle_core::Error::Msg(e.to_string())
+}
