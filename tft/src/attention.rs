@@ -54,6 +54,7 @@ impl InterpretableMultiHeadAttention {
         let scores = (q.matmul(&k.transpose(2, 3)?.contiguous()?)? * scale)?;
         let scores = scores.broadcast_add(&Self::causal_mask(t, x.device())?)?;
         let attn = softmax_last_dim(&scores)?; // [b, nh, t, t]
+
         // V is shared, so mean_h(A_h V) == mean_h(A_h) V: average first, one matmul.
         let avg_attn = attn.mean(1)?; // [b, t, t]
         let avg = avg_attn.matmul(&v)?; // [b, t, d]

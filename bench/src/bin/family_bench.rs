@@ -99,17 +99,27 @@ fn main() -> Result<()> {
                 .collect::<Vec<_>>()
                 .join("x");
             let us = time_us(&dev, iters, args.reps, || {
-                forward(case.op, &x, &w, &cos, &sin).map(drop).map_err(to_candle)
+                forward(case.op, &x, &w, &cos, &sin)
+                    .map(drop)
+                    .map_err(to_candle)
             })?;
             let dt = format!("{dtype:?}").to_lowercase();
-            writeln!(f, "candle,{},fwd,{dt},{shape_s},{us:.2},{fwd_bytes}", case.op)?;
+            writeln!(
+                f,
+                "candle,{},fwd,{dt},{shape_s},{us:.2},{fwd_bytes}",
+                case.op
+            )?;
             println!("{:<17} fwd  {dt:<5} {shape_s:<18} {us:>10.1} us", case.op);
             let (xv, wv) = (Var::from_tensor(&x)?, Var::from_tensor(&w)?);
             let us = time_us(&dev, iters.div_ceil(4), args.reps, || {
                 let y = forward(case.op, &xv, &wv, &cos, &sin).map_err(to_candle)?;
                 (y * &dy)?.backward().map(drop)
             })?;
-            writeln!(f, "candle,{},step,{dt},{shape_s},{us:.2},{step_bytes}", case.op)?;
+            writeln!(
+                f,
+                "candle,{},step,{dt},{shape_s},{us:.2},{step_bytes}",
+                case.op
+            )?;
             println!("{:<17} step {dt:<5} {shape_s:<18} {us:>10.1} us", case.op);
         }
     }

@@ -32,10 +32,10 @@ struct Args {
     /// Also write inputs/outputs for the numerics check into this folder.
     #[arg(long)]
     dump: Option<String>,
-    /// CUDA memory pool: `retain` keeps freed memory in the device's pool (what the patched
-    /// candle sets when a device is created, and what PyTorch's caching allocator does),
-    /// `release` hands it back to the driver at each synchronization (the driver's default, or
-    /// `CANDLE_CUDA_POOL_RETAIN=0`): the first large allocation afterwards maps fresh pages.
+    /// CUDA memory pool: `retain` keeps freed memory in the device's pool (what PyTorch's
+    /// caching allocator does; the fork's opt-in, `CANDLE_CUDA_POOL_RETAIN=1`), `release` hands
+    /// it back to the driver at each synchronization (the driver's default): the first large
+    /// allocation afterwards maps fresh pages.
     #[arg(long, value_enum, default_value = "retain")]
     pool: Pool,
     /// Memory held after `backward()` through a stack of layer norms, fused vs composite, and
