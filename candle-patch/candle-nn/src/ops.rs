@@ -580,7 +580,7 @@ impl candle::CustomOp2 for RmsNorm {
             alpha_layout: &Layout,
             eps: f32,
         ) -> Result<(CpuStorage, Shape)> {
-            use num_traits::NumCast;
+            use num_traits::{Float, NumCast};
             let src = match layout.contiguous_offsets() {
                 None => candle::bail!("input has to be contiguous"),
                 Some((o1, o2)) => &src[o1..o2],
@@ -599,9 +599,13 @@ impl candle::CustomOp2 for RmsNorm {
             src.par_chunks(dim_m1)
                 .zip(dst.par_chunks_mut(dim_m1))
                 .for_each(|(src, dst)| {
-                    let rstd = rms_norm_rstd(src, n, eps);
+                    // x / sqrt(mean(x^2) + eps) in this order, as before: f32 outputs unchanged.
+                    let sum2 = src
+                        .iter()
+                        .fold(zero, |acc, &v| acc + v.to_acc() * v.to_acc());
+                    let m = (sum2 / n + eps).sqrt();
                     for ((d, s), alpha) in dst.iter_mut().zip(src.iter()).zip(alpha) {
-                        *d = T::from_acc(s.to_acc() * rstd * alpha.to_acc())
+                        *d = T::from_acc(s.to_acc() / m * alpha.to_acc())
                     }
                 });
             let storage = candle::WithDType::to_cpu_storage_owned(dst);
