@@ -76,6 +76,24 @@
     layer_norm::bwd_resident<T, L, VV, SM, PF>(x, dy, w, dx, dw_part, db_part, nrows, ncols, eps); \
   }
 
+// The RMS norm, same tiers and ABI (rmsnorm_fwd_<tier>_<dtype>, rmsnorm_bwd_<tier>_<dtype>: b and
+// db_part are NULL); its weight partials are added by layernorm_bwd_reduce.
+#define RN_FWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
+  extern "C" __global__ void __launch_bounds__((L) < 128 ? 128 : (L))                              \
+      rmsnorm_fwd_##TAG##_##S(const T *x, T *y, const T *w, const T *b, const int64_t nrows,      \
+                              const int64_t ncols, const float eps) {                              \
+    layer_norm::fwd_resident<T, L, VV, PF, true>(x, y, w, b, nrows, ncols, eps);                   \
+  }
+
+#define RN_BWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
+  extern "C" __global__ void __launch_bounds__((L) < 128 ? 128 : (L), MINB)                        \
+      rmsnorm_bwd_##TAG##_##S(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part,            \
+                              ACC *db_part, const int64_t nrows, const int64_t ncols,              \
+                              const float eps) {                                                   \
+    layer_norm::bwd_resident<T, L, VV, SM, PF, true>(x, dy, w, dx, dw_part, db_part, nrows, ncols, \
+                                                     eps);                                         \
+  }
+
 // The registry's X(tag, lanes, vecs, smem, prefetch, min_blocks) rows, bound
 // to the dtype LN_T / LN_ACC / LN_S defined around each LN_OPS expansion below
 // (through LN_EXPAND so that LN_S is replaced before it is pasted).
@@ -84,6 +102,10 @@
   LN_EXPAND(LN_FWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
 #define LN_BWD_ROW(TAG, L, VV, SM, PF, MINB)                                                       \
   LN_EXPAND(LN_BWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
+#define RN_FWD_ROW(TAG, L, VV, SM, PF, MINB)                                                       \
+  LN_EXPAND(RN_FWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
+#define RN_BWD_ROW(TAG, L, VV, SM, PF, MINB)                                                       \
+  LN_EXPAND(RN_BWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
 
 #ifdef LAYER_NORM_SWEEP
 #define LN_SWEEP_TIERS                                                                             \
@@ -110,8 +132,21 @@
                                const int64_t nparts, const int64_t ncols) {                        \
     layer_norm::bwd_reduce<T>(dw_part, db_part, dw, db, nparts, ncols);                            \
   }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(layer_norm::BIG_THREADS)                           \
+      rmsnorm_fwd_big_##S(const T *x, T *y, const T *w, const T *b, const int64_t nrows,           \
+                          const int64_t ncols, const float eps) {                                  \
+    layer_norm::fwd_big<T, true>(x, y, w, b, nrows, ncols, eps);                                   \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(layer_norm::BIG_THREADS)                           \
+      rmsnorm_bwd_big_##S(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part,                \
+                          ACC *db_part, const int64_t nrows, const int64_t ncols,                  \
+                          const float eps) {                                                       \
+    layer_norm::bwd_big<T, true>(x, dy, w, dx, dw_part, db_part, nrows, ncols, eps);               \
+  }                                                                                                \
   LAYER_NORM_FWD_TIERS(LN_FWD_ROW)                                                                 \
   LAYER_NORM_BWD_TIERS(LN_BWD_ROW)                                                                 \
+  LAYER_NORM_FWD_TIERS(RN_FWD_ROW)                                                                 \
+  LAYER_NORM_BWD_TIERS(RN_BWD_ROW)                                                                 \
   LN_SWEEP_TIERS
 
 #ifdef LN_HAS_BF16

@@ -17,7 +17,9 @@ namespace layer_norm {
 // keeps the thread's w in registers for all rows (small tiers of >= 128 lanes).
 extern __shared__ float4 ln_dyn_smem[];
 
-template <typename T, int LANES, int VECS, bool SMEM_ACC, bool PREFETCH>
+// RMS: the RMS norm backward, dx = rstd * (g - xhat * mean(g * xhat)) with
+// xhat = x * rstd (no shift, no mean, no mean(g) term).
+template <typename T, int LANES, int VECS, bool SMEM_ACC, bool PREFETCH, bool RMS = false>
 __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *__restrict__ dy,
                                              const T *__restrict__ w, T *__restrict__ dx,
                                              typename acc_type<T>::type *__restrict__ dw_part,
@@ -109,8 +111,11 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
       }
     }
 
-    const ACC shift = rg.shift(xr, xrow, active, ncols);
-    const ACC mean = rg.mean(xr, shift, sred[0]); // mean of x - shift
+    ACC shift = ACC(0), mean = ACC(0); // mean of x - shift
+    if constexpr (!RMS) {
+      shift = rg.shift(xr, xrow, active, ncols);
+      mean = rg.mean(xr, shift, sred[0]);
+    }
 
     ACC s3[3] = {ACC(0), ACC(0), ACC(0)};
 #pragma unroll
@@ -144,7 +149,7 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
     }
     row_allreduce<LANES>(s3, sred[1]);
     const ACC rstd = ln_rstd(max(s3[0] * inv_n, ACC(0)), eps);
-    const ACC mg = s3[1] * inv_n;
+    const ACC mg = RMS ? ACC(0) : s3[1] * inv_n;
     const ACC mgx = s3[2] * rstd * inv_n;
 
     if (active) {
@@ -284,7 +289,7 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
 // (shifted) mean is known. Pass 2 re-reads the row (L2), writes dx and
 // adds dy*xhat, dy into the block's own partial row: each column belongs to
 // one thread, so there are no races.
-template <typename T>
+template <typename T, bool RMS = false>
 __device__ __forceinline__ void bwd_big(const T *__restrict__ x, const T *__restrict__ dy,
                                         const T *__restrict__ w, T *__restrict__ dx,
                                         typename acc_type<T>::type *__restrict__ dw_part,
@@ -312,7 +317,7 @@ __device__ __forceinline__ void bwd_big(const T *__restrict__ x, const T *__rest
     const T *xrow = x + row * ncols;
     const T *dyrow = dy + row * ncols;
     ACC shift = ACC(0);
-    if (ncols > 0) {
+    if (!RMS && ncols > 0) {
       const Pack<T> first = load_pack(xrow, 0, 1, false);
       shift = Elem<T>::get(first, 0);
     }
@@ -337,9 +342,11 @@ __device__ __forceinline__ void bwd_big(const T *__restrict__ x, const T *__rest
       }
     }
     big_allreduce<2>(a, s, sh);
-    const ACC mean = a.mean;
-    const ACC rstd = ln_rstd(max(a.m2 * inv_n, ACC(0)), eps);
-    const ACC mg = s[0] * inv_n;
+    // RMS: mean(x^2) = M2 / n + mean^2, and no mean removed.
+    const ACC mean = RMS ? ACC(0) : a.mean;
+    const ACC var = RMS ? a.m2 * inv_n + a.mean * a.mean : a.m2 * inv_n;
+    const ACC rstd = ln_rstd(max(var, ACC(0)), eps);
+    const ACC mg = RMS ? ACC(0) : s[0] * inv_n;
     const ACC mgx = (s[1] - mean * s[0]) * rstd * inv_n;
 
     T *dxrow = dx + row * ncols;

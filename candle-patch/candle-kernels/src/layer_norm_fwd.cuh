@@ -12,7 +12,8 @@ namespace layer_norm {
 // PREFETCH: the loads of the group's next row are issued before the current
 // row is reduced, so that with a grid of resident blocks the memory latency
 // of one row overlaps the reductions of the previous one.
-template <typename T, int LANES, int VECS, bool PREFETCH>
+// RMS: RMS norm, y = x / sqrt(mean(x^2) + eps) * w: no shift, no mean.
+template <typename T, int LANES, int VECS, bool PREFETCH, bool RMS = false>
 __device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restrict__ y,
                                              const T *__restrict__ w, const T *__restrict__ b,
                                              int64_t nrows, int64_t ncols, float eps) {
@@ -53,8 +54,11 @@ __device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restr
         xr[k] = load_pack(xrow, lane + k * LANES, active ? rg.nv[k] : 0, vec);
     }
 
-    const ACC shift = rg.shift(xr, xrow, active, ncols);
-    const ACC mean = rg.mean(xr, shift, sred[0]); // mean of x - shift
+    ACC shift = ACC(0), mean = ACC(0); // mean of x - shift
+    if constexpr (!RMS) {
+      shift = rg.shift(xr, xrow, active, ncols);
+      mean = rg.mean(xr, shift, sred[0]);
+    }
 
     // Second pass over the registers: sum of squared deviations.
     ACC q[1] = {ACC(0)};
@@ -102,7 +106,7 @@ __device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restr
   }
 }
 
-template <typename T>
+template <typename T, bool RMS = false>
 __device__ __forceinline__ void fwd_big(const T *__restrict__ x, T *__restrict__ y,
                                         const T *__restrict__ w, const T *__restrict__ b,
                                         int64_t nrows, int64_t ncols, float eps) {
@@ -114,7 +118,7 @@ __device__ __forceinline__ void fwd_big(const T *__restrict__ x, T *__restrict__
   for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
     const T *xrow = x + row * ncols;
     ACC shift = ACC(0);
-    if (ncols > 0) {
+    if (!RMS && ncols > 0) {
       const Pack<T> first = load_pack(xrow, 0, 1, false);
       shift = Elem<T>::get(first, 0);
     }
@@ -124,8 +128,10 @@ __device__ __forceinline__ void fwd_big(const T *__restrict__ x, T *__restrict__
       welford_chunk<T>(a, load_pack(xrow, slot, nv, vec), nv, shift);
     }
     big_allreduce<0>(a, (ACC *)nullptr, sh);
-    const ACC mean = a.mean;
-    const ACC rstd = ln_rstd(max(a.m2 / ACC(ncols), ACC(0)), eps);
+    // RMS: mean(x^2) = M2 / n + mean^2 (no cancellation), and no mean removed.
+    const ACC mean = RMS ? ACC(0) : a.mean;
+    const ACC var = RMS ? a.m2 / ACC(ncols) + a.mean * a.mean : a.m2 / ACC(ncols);
+    const ACC rstd = ln_rstd(max(var, ACC(0)), eps);
     T *yrow = y + row * ncols;
     for (int64_t slot = threadIdx.x; slot < nvec; slot += BIG_THREADS) {
       const int nv = slot_valid<V>(slot, ncols);

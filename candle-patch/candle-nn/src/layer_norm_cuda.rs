@@ -12,6 +12,23 @@ use candle::cuda_backend::cudarc::driver::{
 use candle::cuda_backend::{kernel_name, kernels, CudaDType, WrapErr};
 use candle::{CudaDevice, CudaStorage, DType, Layout, Result, WithDType};
 
+/// Which normalization a kernel computes: the layer norm, or the RMS norm (no mean removed, no
+/// bias), which runs the same tiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Norm {
+    Layer,
+    Rms,
+}
+
+impl Norm {
+    fn prefix(self) -> &'static str {
+        match self {
+            Self::Layer => "layernorm",
+            Self::Rms => "rmsnorm",
+        }
+    }
+}
+
 /// Which way a kernel goes: the registry has one tier list per direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -123,12 +140,12 @@ enum Kernel<'a> {
 
 impl Kernel<'_> {
     /// The one place that turns a tier into a kernel name.
-    fn name(&self, dir: Direction, dtype: DType) -> String {
+    fn name(&self, norm: Norm, dir: Direction, dtype: DType) -> String {
         let tag = match self {
             Self::Resident(tier) => tier.tag.as_str(),
             Self::Big => "big",
         };
-        format!("layernorm_{}_{tag}_{}", dir.name(), dtype.as_str())
+        format!("{}_{}_{tag}_{}", norm.prefix(), dir.name(), dtype.as_str())
     }
 }
 
@@ -243,9 +260,11 @@ where
     }
 }
 
-/// The fused forward over the last dimension of `xs`; `alpha` and `beta` are optional.
+/// The fused forward over the last dimension of `xs`; `alpha` and `beta` are optional (`beta`
+/// is `None` for the RMS norm).
 pub(crate) fn fwd<T>(
     dev: &CudaDevice,
+    norm: Norm,
     (xs, l): (&CudaStorage, &Layout),
     alpha: Option<(&CudaStorage, &Layout)>,
     beta: Option<(&CudaStorage, &Layout)>,
@@ -264,7 +283,7 @@ where
     if el_count > 0 {
         let n_rows = el_count / n_cols;
         let plan = LaunchPlan::new(Direction::Fwd.tiers(), n_cols, T::DTYPE, 0, 0);
-        let name = plan.kernel.name(Direction::Fwd, T::DTYPE);
+        let name = plan.kernel.name(norm, Direction::Fwd, T::DTYPE);
         let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
         plan.prepare(&func)?;
         let cfg = plan.config(plan.grid(dev, &func, n_rows)?);
@@ -296,6 +315,7 @@ where
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn bwd<T, A>(
     dev: &CudaDevice,
+    norm: Norm,
     (xs, l): (&CudaStorage, &Layout),
     (grad, grad_l): (&CudaStorage, &Layout),
     alpha: Option<(&CudaStorage, &Layout)>,
@@ -340,7 +360,7 @@ where
             max_smem,
         )
     };
-    let name = plan.kernel.name(Direction::Bwd, T::DTYPE);
+    let name = plan.kernel.name(norm, Direction::Bwd, T::DTYPE);
     let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
     plan.prepare(&func)?;
     let n_blocks = plan.grid(dev, &func, n_rows)?;
@@ -432,11 +452,14 @@ mod tests {
         let mut names = vec![];
         for dtype in DTYPES {
             names.push(kernel_name_of(dtype, "layernorm_bwd_reduce"));
-            for dir in [Direction::Fwd, Direction::Bwd] {
+            for (norm, dir) in [Norm::Layer, Norm::Rms]
+                .into_iter()
+                .flat_map(|n| [(n, Direction::Fwd), (n, Direction::Bwd)])
+            {
                 for max_smem in [0, usize::MAX] {
                     for n_cols in 1..=70_000 {
                         let plan = LaunchPlan::new(dir.tiers(), n_cols, dtype, 1, max_smem);
-                        names.push(plan.kernel.name(dir, dtype));
+                        names.push(plan.kernel.name(norm, dir, dtype));
                     }
                 }
             }

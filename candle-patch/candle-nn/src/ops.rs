@@ -5,7 +5,7 @@ use candle::{CpuStorage, DType, Layout, Module, Result, Shape, Tensor, D};
 use rayon::prelude::*;
 
 #[cfg(feature = "cuda")]
-use crate::layer_norm_cuda;
+use crate::layer_norm_cuda::{self, Norm};
 
 /// Applies the softmax function to the input tensor, rescaling the element so that elements on
 /// a slice of fixed index on dimension `dim` are between 0 and 1 and sum to 1.
@@ -630,65 +630,17 @@ impl candle::CustomOp2 for RmsNorm {
         s2: &candle::CudaStorage,
         l2: &Layout,
     ) -> Result<(candle::CudaStorage, Shape)> {
-        use candle::cuda_backend::cudarc::driver::{
-            CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg,
-        };
-        use candle::cuda_backend::{kernel_name, kernels, Map2, WrapErr};
-        use candle::{CudaDevice, WithDType};
-
-        struct S {
-            eps: f32,
-        }
-        impl Map2 for S {
-            fn f<T: DeviceRepr + WithDType>(
-                &self,
-                src: &CudaSlice<T>,
-                layout: &Layout,
-                alpha: &CudaSlice<T>,
-                alpha_layout: &Layout,
-                dev: &CudaDevice,
-            ) -> Result<CudaSlice<T>> {
-                let src = match layout.contiguous_offsets() {
-                    None => candle::bail!("input has to be contiguous"),
-                    Some((o1, o2)) => src.slice(o1..o2),
-                };
-                let alpha = match alpha_layout.contiguous_offsets() {
-                    None => candle::bail!("alpha has to be contiguous"),
-                    Some((o1, o2)) => alpha.slice(o1..o2),
-                };
-                let el = layout.shape().elem_count();
-                let dims = layout.shape().dims();
-                let dim_m1 = dims[dims.len() - 1];
-                let (n_rows, n_cols) = (el / dim_m1, dim_m1);
-
-                let block_size = if n_cols < 1024 { 32 } else { 1024 };
-                let cfg = LaunchConfig {
-                    grid_dim: (n_rows as u32, 1, 1),
-                    block_dim: (block_size, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                let func = dev.get_or_load_func(&kernel_name::<T>("rmsnorm"), &kernels::REDUCE)?;
-                // SAFETY: Set later by running the kernel.
-                let dst = unsafe { dev.alloc::<T>(el)? };
-                let mut builder = func.builder();
-                builder.arg(&src);
-                builder.arg(&dst);
-                builder.arg(&alpha);
-                candle::builder_arg!(builder, n_cols as i32, block_size as i32, self.eps);
-                // SAFETY: ffi.
-                unsafe { builder.launch(cfg) }.w()?;
-                Ok(dst)
-            }
-        }
-
         use candle::backend::BackendStorage;
         let dev = s1.device();
-        let slice = S { eps: self.eps }.map(&s1.slice, l1, &s2.slice, l2, dev)?;
-        let dst = candle::cuda_backend::CudaStorage {
-            slice,
-            device: dev.clone(),
+        let (x, alpha, eps) = ((s1, l1), Some((s2, l2)), self.eps);
+        let storage = match s1.dtype() {
+            DType::BF16 => layer_norm_cuda::fwd::<half::bf16>(dev, Norm::Rms, x, alpha, None, eps)?,
+            DType::F16 => layer_norm_cuda::fwd::<half::f16>(dev, Norm::Rms, x, alpha, None, eps)?,
+            DType::F32 => layer_norm_cuda::fwd::<f32>(dev, Norm::Rms, x, alpha, None, eps)?,
+            DType::F64 => layer_norm_cuda::fwd::<f64>(dev, Norm::Rms, x, alpha, None, eps)?,
+            dt => candle::bail!("rms-norm is not implemented for {dt:?}"),
         };
-        Ok((dst, l1.shape().clone()))
+        Ok((storage, l1.shape().clone()))
     }
 
     #[cfg(feature = "metal")]
@@ -871,10 +823,43 @@ impl candle::CustomOp3 for RmsNormBwd {
         let n_cols = l3.shape().elem_count();
         Ok((storage, Shape::from(l1.shape().elem_count() + n_cols)))
     }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle::CudaStorage,
+        l1: &Layout,
+        s2: &candle::CudaStorage,
+        l2: &Layout,
+        s3: &candle::CudaStorage,
+        l3: &Layout,
+    ) -> Result<(candle::CudaStorage, Shape)> {
+        use candle::backend::BackendStorage;
+        if l1.shape() != l2.shape() {
+            candle::bail!(
+                "rms-norm grad shape {:?} does not match input {:?}",
+                l2.shape(),
+                l1.shape()
+            )
+        }
+        let dev = s1.device();
+        let (x, g, a, eps) = ((s1, l1), (s2, l2), Some((s3, l3)), self.eps);
+        // dx and dalpha, no dbeta.
+        let (rms, da, db) = (Norm::Rms, true, false);
+        let storage = match s1.dtype() {
+            DType::BF16 => layer_norm_cuda::bwd::<half::bf16, f32>(dev, rms, x, g, a, eps, da, db)?,
+            DType::F16 => layer_norm_cuda::bwd::<half::f16, f32>(dev, rms, x, g, a, eps, da, db)?,
+            DType::F32 => layer_norm_cuda::bwd::<f32, f32>(dev, rms, x, g, a, eps, da, db)?,
+            DType::F64 => layer_norm_cuda::bwd::<f64, f64>(dev, rms, x, g, a, eps, da, db)?,
+            dt => candle::bail!("rms-norm is not implemented for {dt:?}"),
+        };
+        let n_cols = l3.shape().elem_count();
+        Ok((storage, Shape::from(l1.shape().elem_count() + n_cols)))
+    }
 }
 
 /// Gradients of [`rms_norm`] for the output gradient `grad`: `dx` and, when `alpha` tracks a
-/// gradient, `dalpha`. Fused on the cpu, tensor ops on other devices.
+/// gradient, `dalpha`. Fused on cpu and cuda, tensor ops on other devices.
 fn rms_norm_bwd(
     xs: &Tensor,
     alpha: &Tensor,
@@ -882,7 +867,7 @@ fn rms_norm_bwd(
     eps: f32,
 ) -> Result<(Tensor, Option<Tensor>)> {
     let n_cols = alpha.dims1()?;
-    if xs.device().is_cpu() {
+    if xs.device().is_cpu() || xs.device().is_cuda() {
         let (xs, grad) = (xs.contiguous()?, grad.contiguous()?);
         let packed = xs.apply_op3_no_bwd(&grad, &alpha.contiguous()?, &RmsNormBwd { eps })?;
         let el_count = xs.elem_count();
@@ -1152,10 +1137,12 @@ impl LayerNorm {
         let dev = xs.device();
         let (x, eps) = ((xs, l), self.eps);
         let storage = match xs.dtype() {
-            DType::BF16 => layer_norm_cuda::fwd::<half::bf16>(dev, x, alpha, beta, eps)?,
-            DType::F16 => layer_norm_cuda::fwd::<half::f16>(dev, x, alpha, beta, eps)?,
-            DType::F32 => layer_norm_cuda::fwd::<f32>(dev, x, alpha, beta, eps)?,
-            DType::F64 => layer_norm_cuda::fwd::<f64>(dev, x, alpha, beta, eps)?,
+            DType::BF16 => {
+                layer_norm_cuda::fwd::<half::bf16>(dev, Norm::Layer, x, alpha, beta, eps)?
+            }
+            DType::F16 => layer_norm_cuda::fwd::<half::f16>(dev, Norm::Layer, x, alpha, beta, eps)?,
+            DType::F32 => layer_norm_cuda::fwd::<f32>(dev, Norm::Layer, x, alpha, beta, eps)?,
+            DType::F64 => layer_norm_cuda::fwd::<f64>(dev, Norm::Layer, x, alpha, beta, eps)?,
             dt => candle::bail!("layer-norm is not implemented for {dt:?}"),
         };
         Ok((storage, l.shape().clone()))
@@ -1524,10 +1511,18 @@ impl LayerNormBwd {
         let (x, g, eps) = ((xs, l), (grad, grad_l), self.eps);
         let (da, db) = (self.has_alpha, self.has_beta);
         let storage = match xs.dtype() {
-            DType::BF16 => layer_norm_cuda::bwd::<half::bf16, f32>(dev, x, g, alpha, eps, da, db)?,
-            DType::F16 => layer_norm_cuda::bwd::<half::f16, f32>(dev, x, g, alpha, eps, da, db)?,
-            DType::F32 => layer_norm_cuda::bwd::<f32, f32>(dev, x, g, alpha, eps, da, db)?,
-            DType::F64 => layer_norm_cuda::bwd::<f64, f64>(dev, x, g, alpha, eps, da, db)?,
+            DType::BF16 => {
+                layer_norm_cuda::bwd::<half::bf16, f32>(dev, Norm::Layer, x, g, alpha, eps, da, db)?
+            }
+            DType::F16 => {
+                layer_norm_cuda::bwd::<half::f16, f32>(dev, Norm::Layer, x, g, alpha, eps, da, db)?
+            }
+            DType::F32 => {
+                layer_norm_cuda::bwd::<f32, f32>(dev, Norm::Layer, x, g, alpha, eps, da, db)?
+            }
+            DType::F64 => {
+                layer_norm_cuda::bwd::<f64, f64>(dev, Norm::Layer, x, g, alpha, eps, da, db)?
+            }
             dt => candle::bail!("layer-norm is not implemented for {dt:?}"),
         };
         Ok((storage, self.packed_shape(l)))
