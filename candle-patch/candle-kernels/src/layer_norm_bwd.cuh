@@ -88,6 +88,10 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
     }
   }
 
+  // row_allreduce has no barrier after its read: consecutive reductions use
+  // different buffers. With the mean's reduction (sred[0]) in between, every
+  // row's second one can use sred[1]; without it (RMS) rows alternate.
+  int parity = 1;
   for (int64_t row0 = rg.first_row0(); row0 < nrows; row0 += stride) {
     const int64_t row = row0 + grp;
     const bool active = row < nrows;
@@ -147,7 +151,9 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
         if (k % 2 == 1)
           asm volatile("" ::: "memory");
     }
-    row_allreduce<LANES>(s3, sred[1]);
+    row_allreduce<LANES>(s3, sred[parity]);
+    if constexpr (RMS)
+      parity ^= 1;
     const ACC rstd = ln_rstd(max(s3[0] * inv_n, ACC(0)), eps);
     const ACC mg = RMS ? ACC(0) : s3[1] * inv_n;
     const ACC mgx = s3[2] * rstd * inv_n;

@@ -37,6 +37,10 @@ __device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restr
 
   // row0 is uniform over the block, so every lane runs the shuffles below
   // even when its own row is past the end.
+  // row_allreduce has no barrier after its read: consecutive reductions use
+  // different buffers. With the mean's reduction (sred[0]) in between, every
+  // row's second one can use sred[1]; without it (RMS) rows alternate.
+  int parity = 1;
   for (int64_t row0 = rg.first_row0(); row0 < nrows; row0 += stride) {
     const int64_t row = row0 + rg.grp;
     const bool active = row < nrows;
@@ -70,7 +74,9 @@ __device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restr
           const ACC d = (Elem<T>::get(xr[k], j) - shift) - mean;
           q[0] += d * d;
         }
-    row_allreduce<LANES>(q, sred[1]);
+    row_allreduce<LANES>(q, sred[parity]);
+    if constexpr (RMS)
+      parity ^= 1;
     const ACC rstd = ln_rstd(max(q[0] * rg.inv_n, ACC(0)), eps);
 
     if (active) {
