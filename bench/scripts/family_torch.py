@@ -10,33 +10,14 @@ is faster) and the effective GB/s against the device's copy speed.
 """
 import argparse
 import csv
-import time
 
 import torch
 import torch.nn.functional as F
 
-COPY_GBPS = 4174.0  # H200 device-to-device copy, bench/results/ (same machine kind)
+# The same timing method and copy speed as the layer-norm comparison.
+from torch_bench import COPY_GBPS, iters_for, time_us
+
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
-
-
-def iters_for(nbytes):
-    return int(min(max(2e9 / max(nbytes, 1), 5), 200))
-
-
-def time_us(fn, iters, reps):
-    for _ in range(min(max(iters, 3), 20)):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t) * 1e6 / iters)
-    times.sort()
-    n = len(times)
-    return times[n // 2] if n % 2 else (times[n // 2 - 1] + times[n // 2]) / 2
 
 
 def rope(x, cos, sin):
