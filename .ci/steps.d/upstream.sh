@@ -11,7 +11,7 @@
 #   files the PR touches). It builds candle 0.11 and its dependencies (nothing shared with our
 #   workspace, CARGO_TARGET_DIR target/upstream-check): 21.5 min cold on 2 cores shared with
 #   another engineer's builds (load 5-7, 2026-11-30); about 6 min on idle cores by the ratio to
-#   the end-only check (3.3 min cold idle). With 17 PRs (four of them rebuild candle-core) CI
+#   the end-only check (3.3 min cold idle). With 18 PRs (four of them rebuild candle-core) CI
 #   runs it as UPSTREAM_TESTS_AT_END=1 (the default here): fmt + clippy after each PR, the tests
 #   only after the last; UPSTREAM_TESTS_AT_END=0 checks everything after each PR (locally:
 #   `cargo xtask upstream-check --no-cuda`).
