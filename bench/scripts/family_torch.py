@@ -2,8 +2,11 @@
 """PyTorch side of bench/src/bin/family_bench.rs: the same ops, shapes, levels and timing
 method (warm up, then `reps` batches of `iters` calls each ended by a synchronize; median batch
 / iters). rms_norm = F.rms_norm, softmax_last_dim = torch.softmax(x, -1), rope = the tensor-op
-rotate-half rope (PyTorch has no fused rope). step = forward, then (y * dy).sum().backward(),
-the algebra of candle's `(y * dy).backward()`.
+rotate-half rope (PyTorch has no fused rope). bwd = PyTorch's backward kernel alone, no autograd
+engine around it: aten._fused_rms_norm_backward (dx and dw) where this PyTorch has it (else
+autograd.grad on a retained graph, marked in the "torch_bwd" column), aten._softmax_backward_data;
+rope has no backward kernel, so autograd.grad of the tensor-op rope on a retained graph. step =
+forward, then (y * dy).sum().backward(), the algebra of candle's `(y * dy).backward()`.
 
 With --candle-csv, prints both side by side (ratio = PyTorch time / candle time, > 1: candle
 is faster) and the effective GB/s against the device's copy speed.
@@ -36,6 +39,22 @@ def forward(op, x, w, cos, sin):
     return rope(x, cos, sin)
 
 
+def backward(op, x, w, dy, cos, sin):
+    """The backward op alone as a closure, and what it times."""
+    if op == "rms_norm" and hasattr(torch.ops.aten, "_fused_rms_norm_backward"):
+        y, rstd = torch.ops.aten._fused_rms_norm(x, [x.shape[-1]], w, 1e-5)
+        kernel = torch.ops.aten._fused_rms_norm_backward
+        return (lambda: kernel(dy, x, [x.shape[-1]], rstd, w, [True, True])), "aten kernel"
+    if op == "softmax_last_dim":
+        y = torch.softmax(x, -1)
+        kernel = torch.ops.aten._softmax_backward_data
+        return (lambda: kernel(dy, y, -1, x.dtype)), "aten kernel"
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    y = forward(op, xg, wg, cos, sin)
+    inputs = (xg, wg) if op == "rms_norm" else (xg,)
+    return (lambda: torch.autograd.grad(y, inputs, dy, retain_graph=True)), "autograd.grad"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--candle-csv", required=True)
@@ -55,9 +74,14 @@ def main():
         cos, sin = theta.cos().to(dt), theta.sin().to(dt)
         nbytes = int(row["bytes"])
         iters = iters_for(2 * x.numel() * x.element_size())
+        how = ""
         if row["level"] == "fwd":
             with torch.no_grad():
                 us = time_us(lambda: forward(row["op"], x, w, cos, sin), iters, a.reps)
+        elif row["level"] == "bwd":
+            bwd, how = backward(row["op"], x, w, dy, cos, sin)
+            us = time_us(bwd, iters, a.reps)
+            del bwd
         else:
             xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
 
@@ -67,21 +91,23 @@ def main():
                 xg.grad, wg.grad = None, None
 
             us = time_us(step, max(1, (iters + 3) // 4), a.reps)
-        out.append({**row, "impl": "torch", "us": f"{us:.2f}"})
+        out.append({**row, "impl": "torch", "us": f"{us:.2f}", "torch_bwd": how})
         del x, dy
         torch.cuda.empty_cache()
     with open(a.csv, "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=list(candle[0].keys()))
+        wr = csv.DictWriter(f, fieldnames=list(candle[0].keys()) + ["torch_bwd"])
         wr.writeheader()
         wr.writerows(out)
-    print(f"| op | level | dtype | shape | candle us | torch us | torch/candle | candle GB/s | % copy |")
-    print("|---|---|---|---|---:|---:|---:|---:|---:|")
+    print("| op | level | dtype | shape | candle us | torch us | torch/candle | candle GB/s | % copy "
+          "| torch GB/s | torch bwd timed as |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---|")
     for c, t in zip(candle, out):
         cu, tu = float(c["us"]), float(t["us"])
-        gbps = int(c["bytes"]) / cu / 1e3
+        gbps, tgbps = int(c["bytes"]) / cu / 1e3, int(c["bytes"]) / tu / 1e3
         print(
             f"| {c['op']} | {c['level']} | {c['dtype']} | {c['shape']} | {cu:.1f} | {tu:.1f} | "
-            f"{tu / cu:.2f} | {gbps:.0f} | {100 * gbps / COPY_GBPS:.0f}% |"
+            f"{tu / cu:.2f} | {gbps:.0f} | {100 * gbps / COPY_GBPS:.0f}% | {tgbps:.0f} | "
+            f"{t['torch_bwd']} |"
         )
 
 

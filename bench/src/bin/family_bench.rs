@@ -1,6 +1,9 @@
 //! The rest of the fused family on a device: `ops::rms_norm`, `ops::softmax_last_dim` and
-//! `rotary_emb::rope`, forward alone and a training step (`op(x)`, then `(y * dy).backward()`),
-//! at LLM shapes. Writes a CSV that `bench/scripts/family_torch.py` puts beside PyTorch's.
+//! `rotary_emb::rope`, at LLM shapes: the forward alone, the backward op alone (what the
+//! autograd engine launches for the op: `ops::rms_norm_bwd` with the weight's gradient,
+//! `ops::softmax_last_dim_bwd`, and for rope the forward kernel applied to `dy` with `-sin`),
+//! and a training step (`op(x)`, then `(y * dy).backward()`). Writes a CSV that
+//! `bench/scripts/family_torch.py` puts beside PyTorch's.
 
 use anyhow::Result;
 use candle_core::{DType, Device, Tensor, Var};
@@ -65,6 +68,21 @@ fn forward(op: &str, x: &Tensor, w: &Tensor, cos: &Tensor, sin: &Tensor) -> Resu
     })
 }
 
+/// The backward op alone for the output gradient `dy`; `y` is the forward's output, `w` tracks
+/// a gradient, `nsin` is `-sin`.
+fn backward(op: &str, x: &Tensor, y: &Tensor, dy: &Tensor, w: &Tensor, cos: &Tensor, nsin: &Tensor) -> Result<()> {
+    match op {
+        "rms_norm" => {
+            let (_dx, dw) = candle_nn::ops::rms_norm_bwd(x, w, dy, 1e-5)?;
+            anyhow::ensure!(dw.is_some(), "rms_norm_bwd computed no weight gradient");
+        }
+        "softmax_last_dim" => drop(candle_nn::ops::softmax_last_dim_bwd(y, dy)?),
+        "rope" => drop(candle_nn::rotary_emb::rope(dy, cos, nsin)?),
+        op => anyhow::bail!("unknown op {op}"),
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     let dev = match args.device.as_str() {
@@ -90,8 +108,10 @@ fn main() -> Result<()> {
             let theta = Tensor::randn(0f32, 1., (seq, last / 2), &dev)?;
             let (cos, sin) = (theta.cos()?.to_dtype(dtype)?, theta.sin()?.to_dtype(dtype)?);
             let n = x.elem_count() * dtype.size_in_bytes();
-            // Forward: read x, write y. Step: + read dy and x (or y), write dx.
-            let (fwd_bytes, step_bytes) = (2 * n, 5 * n);
+            // Forward: read x, write y. Backward: read dy and x (or y), write dx (rope: read dy,
+            // write dx). Step: both.
+            let bwd_bytes = if case.op == "rope" { 2 * n } else { 3 * n };
+            let (fwd_bytes, step_bytes) = (2 * n, 2 * n + bwd_bytes);
             let iters = iters_for(fwd_bytes);
             let shape_s = shape
                 .iter()
@@ -111,6 +131,17 @@ fn main() -> Result<()> {
             )?;
             println!("{:<17} fwd  {dt:<5} {shape_s:<18} {us:>10.1} us", case.op);
             let (xv, wv) = (Var::from_tensor(&x)?, Var::from_tensor(&w)?);
+            let y = forward(case.op, &x, &w, &cos, &sin)?;
+            let nsin = sin.neg()?;
+            let us = time_us(&dev, iters, args.reps, || {
+                backward(case.op, &x, &y, &dy, &wv, &cos, &nsin).map_err(to_candle)
+            })?;
+            writeln!(
+                f,
+                "candle,{},bwd,{dt},{shape_s},{us:.2},{bwd_bytes}",
+                case.op
+            )?;
+            println!("{:<17} bwd  {dt:<5} {shape_s:<18} {us:>10.1} us", case.op);
             let us = time_us(&dev, iters.div_ceil(4), args.reps, || {
                 let y = forward(case.op, &xv, &wv, &cos, &sin).map_err(to_candle)?;
                 (y * &dy)?.backward().map(drop)

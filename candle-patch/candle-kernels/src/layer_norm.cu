@@ -54,6 +54,7 @@
 
 #include "layer_norm_bwd.cuh"
 #include "layer_norm_fwd.cuh"
+#include "layer_norm_softmax.cuh"
 #include "layer_norm_tiers.cuh"
 
 // ---------------------------------------------------------------------------
@@ -94,6 +95,23 @@
                                                      eps);                                         \
   }
 
+// The softmax over the last dimension, same tiers (layer_norm_softmax.cuh), no parameters:
+//   softmax_fwd_<tier>_<dtype>(x, y, nrows, ncols)
+//   softmax_bwd_<tier>_<dtype>(y, dy, dx, nrows, ncols)
+// The backward takes the backward's tiers; with no partials to keep, their `s` flag changes nothing.
+#define SM_FWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
+  extern "C" __global__ void __launch_bounds__((L) < 128 ? 128 : (L))                              \
+      softmax_fwd_##TAG##_##S(const T *x, T *y, const int64_t nrows, const int64_t ncols) {        \
+    layer_norm::softmax_fwd_resident<T, L, VV, PF>(x, y, nrows, ncols);                            \
+  }
+
+#define SM_BWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
+  extern "C" __global__ void __launch_bounds__((L) < 128 ? 128 : (L))                              \
+      softmax_bwd_##TAG##_##S(const T *y, const T *dy, T *dx, const int64_t nrows,                 \
+                              const int64_t ncols) {                                               \
+    layer_norm::softmax_bwd_resident<T, L, VV, PF>(y, dy, dx, nrows, ncols);                       \
+  }
+
 // The registry's X(tag, lanes, vecs, smem, prefetch, min_blocks) rows, bound
 // to the dtype LN_T / LN_ACC / LN_S defined around each LN_OPS expansion below
 // (through LN_EXPAND so that LN_S is replaced before it is pasted).
@@ -106,6 +124,10 @@
   LN_EXPAND(RN_FWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
 #define RN_BWD_ROW(TAG, L, VV, SM, PF, MINB)                                                       \
   LN_EXPAND(RN_BWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
+#define SM_FWD_ROW(TAG, L, VV, SM, PF, MINB)                                                       \
+  LN_EXPAND(SM_FWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
+#define SM_BWD_ROW(TAG, L, VV, SM, PF, MINB)                                                       \
+  LN_EXPAND(SM_BWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
 
 #ifdef LAYER_NORM_SWEEP
 #define LN_SWEEP_TIERS                                                                             \
@@ -143,10 +165,21 @@
                           const float eps) {                                                       \
     layer_norm::bwd_big<T, true>(x, dy, w, dx, dw_part, db_part, nrows, ncols, eps);               \
   }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(layer_norm::BIG_THREADS)                           \
+      softmax_fwd_big_##S(const T *x, T *y, const int64_t nrows, const int64_t ncols) {            \
+    layer_norm::softmax_fwd_big<T>(x, y, nrows, ncols);                                            \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(layer_norm::BIG_THREADS)                           \
+      softmax_bwd_big_##S(const T *y, const T *dy, T *dx, const int64_t nrows,                     \
+                          const int64_t ncols) {                                                   \
+    layer_norm::softmax_bwd_big<T>(y, dy, dx, nrows, ncols);                                       \
+  }                                                                                                \
   LAYER_NORM_FWD_TIERS(LN_FWD_ROW)                                                                 \
   LAYER_NORM_BWD_TIERS(LN_BWD_ROW)                                                                 \
   LAYER_NORM_FWD_TIERS(RN_FWD_ROW)                                                                 \
   LAYER_NORM_BWD_TIERS(RN_BWD_ROW)                                                                 \
+  LAYER_NORM_FWD_TIERS(SM_FWD_ROW)                                                                 \
+  LAYER_NORM_BWD_TIERS(SM_BWD_ROW)                                                                 \
   LN_SWEEP_TIERS
 
 #ifdef LN_HAS_BF16

@@ -178,20 +178,28 @@ __device__ __forceinline__ void store_pack(T *__restrict__ p, int64_t slot, int 
   }
 }
 
-// Sums N values over the LANES threads that share a row; every thread of the
-// group gets the same bits back (xor butterflies are symmetric and the
-// cross-warp step sums the per-warp values in a fixed order in every thread).
-// sbuf ([N][32] in shared memory) is only used when LANES > 32; the row group
-// of a thread is warps [w0, w0 + LANES / 32) of the block. Consecutive calls
-// must use different buffers: there is no barrier after the read.
-template <int LANES, int N, typename ACC>
-__device__ __forceinline__ void row_allreduce(ACC (&v)[N], ACC *sbuf) {
+struct SumOp {
+  template <typename A> __device__ __forceinline__ A operator()(A a, A b) const { return a + b; }
+};
+struct MaxOp {
+  template <typename A> __device__ __forceinline__ A operator()(A a, A b) const { return max(a, b); }
+};
+
+// Reduces N values with op (a sum by default) over the LANES threads that
+// share a row; every thread of the group gets the same bits back (xor
+// butterflies are symmetric and the cross-warp step combines the per-warp
+// values in a fixed order in every thread). sbuf ([N][32] in shared memory) is
+// only used when LANES > 32; the row group of a thread is warps
+// [w0, w0 + LANES / 32) of the block. Consecutive calls must use different
+// buffers: there is no barrier after the read.
+template <int LANES, int N, typename ACC, typename OP = SumOp>
+__device__ __forceinline__ void row_allreduce(ACC (&v)[N], ACC *sbuf, OP op = OP()) {
   constexpr int W = LANES < 32 ? LANES : 32;
 #pragma unroll
   for (int m = W / 2; m > 0; m >>= 1)
 #pragma unroll
     for (int i = 0; i < N; ++i)
-      v[i] += __shfl_xor_sync(0xffffffffu, v[i], m);
+      v[i] = op(v[i], __shfl_xor_sync(0xffffffffu, v[i], m));
   if constexpr (LANES > 32) {
     constexpr int NW = LANES / 32;
     const int warp = threadIdx.x / 32;
@@ -207,7 +215,7 @@ __device__ __forceinline__ void row_allreduce(ACC (&v)[N], ACC *sbuf) {
       ACC s = sbuf[i * 32 + w0];
 #pragma unroll
       for (int k = 1; k < NW; ++k)
-        s += sbuf[i * 32 + w0 + k];
+        s = op(s, sbuf[i * 32 + w0 + k]);
       v[i] = s;
     }
   }

@@ -1,5 +1,6 @@
-//! Host side of the fused CUDA layer norm kernels (`candle-kernels/src/layer_norm.cu`): which
-//! kernel a row width gets, and how it is launched.
+//! Host side of the fused CUDA layer norm kernels (`candle-kernels/src/layer_norm.cu`), which
+//! also run the RMS norm and the softmax over the last dimension: which kernel a row width gets,
+//! and how it is launched.
 //!
 //! The kernel tiers come from the registry `candle-kernels/src/layer_norm_tiers.cuh`, which the
 //! kernels are instantiated from as well, so the host can only ask for kernels that exist.
@@ -19,6 +20,9 @@ pub(crate) enum Norm {
     Layer,
     Rms,
 }
+
+/// The kernel name prefix of the softmax kernels, which run the same tiers.
+const SOFTMAX: &str = "softmax";
 
 impl Norm {
     fn prefix(self) -> &'static str {
@@ -139,13 +143,14 @@ enum Kernel<'a> {
 }
 
 impl Kernel<'_> {
-    /// The one place that turns a tier into a kernel name.
-    fn name(&self, norm: Norm, dir: Direction, dtype: DType) -> String {
+    /// The one place that turns a tier into a kernel name; `op` is [`Norm::prefix`] or
+    /// [`SOFTMAX`].
+    fn name(&self, op: &str, dir: Direction, dtype: DType) -> String {
         let tag = match self {
             Self::Resident(tier) => tier.tag.as_str(),
             Self::Big => "big",
         };
-        format!("{}_{}_{tag}_{}", norm.prefix(), dir.name(), dtype.as_str())
+        format!("{op}_{}_{tag}_{}", dir.name(), dtype.as_str())
     }
 }
 
@@ -283,7 +288,7 @@ where
     if el_count > 0 {
         let n_rows = el_count / n_cols;
         let plan = LaunchPlan::new(Direction::Fwd.tiers(), n_cols, T::DTYPE, 0, 0);
-        let name = plan.kernel.name(norm, Direction::Fwd, T::DTYPE);
+        let name = plan.kernel.name(norm.prefix(), Direction::Fwd, T::DTYPE);
         let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
         plan.prepare(&func)?;
         let cfg = plan.config(plan.grid(dev, &func, n_rows)?);
@@ -360,7 +365,7 @@ where
             max_smem,
         )
     };
-    let name = plan.kernel.name(norm, Direction::Bwd, T::DTYPE);
+    let name = plan.kernel.name(norm.prefix(), Direction::Bwd, T::DTYPE);
     let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
     plan.prepare(&func)?;
     let n_blocks = plan.grid(dev, &func, n_rows)?;
@@ -430,6 +435,71 @@ where
     Ok(CudaStorage::wrap_cuda_slice(dst, dev.clone()))
 }
 
+/// The fused softmax over the last dimension of `xs`.
+pub(crate) fn softmax_fwd<T>(
+    dev: &CudaDevice,
+    (xs, l): (&CudaStorage, &Layout),
+) -> Result<CudaStorage>
+where
+    T: CudaDType + WithDType + DeviceRepr,
+{
+    let xs = view(xs.as_cuda_slice::<T>()?, l, "input")?;
+    let el_count = l.shape().elem_count();
+    let n_cols = l.dims().last().copied().unwrap_or(1);
+    // SAFETY: Set later by running the kernel.
+    let dst = unsafe { dev.alloc::<T>(el_count)? };
+    if el_count > 0 {
+        let n_rows = el_count / n_cols;
+        let plan = LaunchPlan::new(Direction::Fwd.tiers(), n_cols, T::DTYPE, 0, 0);
+        let name = plan.kernel.name(SOFTMAX, Direction::Fwd, T::DTYPE);
+        let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
+        plan.prepare(&func)?;
+        let cfg = plan.config(plan.grid(dev, &func, n_rows)?);
+        let mut builder = func.builder();
+        builder.arg(&xs);
+        builder.arg(&dst);
+        candle::builder_arg!(builder, n_rows as i64, n_cols as i64);
+        // SAFETY: ffi.
+        unsafe { builder.launch(cfg) }.w()?;
+    }
+    Ok(CudaStorage::wrap_cuda_slice(dst, dev.clone()))
+}
+
+/// The fused softmax backward `ys * (grad - sum(grad * ys))` over the last dimension, from the
+/// forward's output `ys` and the output gradient `grad` (same shape, both contiguous).
+pub(crate) fn softmax_bwd<T>(
+    dev: &CudaDevice,
+    (ys, l): (&CudaStorage, &Layout),
+    (grad, grad_l): (&CudaStorage, &Layout),
+) -> Result<CudaStorage>
+where
+    T: CudaDType + WithDType + DeviceRepr,
+{
+    let ys = view(ys.as_cuda_slice::<T>()?, l, "softmax output")?;
+    let grad = view(grad.as_cuda_slice::<T>()?, grad_l, "grad")?;
+    let el_count = l.shape().elem_count();
+    let n_cols = l.dims().last().copied().unwrap_or(1);
+    // SAFETY: Set later by running the kernel.
+    let dst = unsafe { dev.alloc::<T>(el_count)? };
+    if el_count > 0 {
+        let n_rows = el_count / n_cols;
+        // No parameter partials: the backward's `s` tiers need no shared memory.
+        let plan = LaunchPlan::new(Direction::Bwd.tiers(), n_cols, T::DTYPE, 0, 0);
+        let name = plan.kernel.name(SOFTMAX, Direction::Bwd, T::DTYPE);
+        let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
+        plan.prepare(&func)?;
+        let cfg = plan.config(plan.grid(dev, &func, n_rows)?);
+        let mut builder = func.builder();
+        builder.arg(&ys);
+        builder.arg(&grad);
+        builder.arg(&dst);
+        candle::builder_arg!(builder, n_rows as i64, n_cols as i64);
+        // SAFETY: ffi.
+        unsafe { builder.launch(cfg) }.w()?;
+    }
+    Ok(CudaStorage::wrap_cuda_slice(dst, dev.clone()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,14 +522,14 @@ mod tests {
         let mut names = vec![];
         for dtype in DTYPES {
             names.push(kernel_name_of(dtype, "layernorm_bwd_reduce"));
-            for (norm, dir) in [Norm::Layer, Norm::Rms]
+            for (op, dir) in [Norm::Layer.prefix(), Norm::Rms.prefix(), SOFTMAX]
                 .into_iter()
-                .flat_map(|n| [(n, Direction::Fwd), (n, Direction::Bwd)])
+                .flat_map(|op| [(op, Direction::Fwd), (op, Direction::Bwd)])
             {
                 for max_smem in [0, usize::MAX] {
                     for n_cols in 1..=70_000 {
                         let plan = LaunchPlan::new(dir.tiers(), n_cols, dtype, 1, max_smem);
-                        names.push(plan.kernel.name(norm, dir, dtype));
+                        names.push(plan.kernel.name(op, dir, dtype));
                     }
                 }
             }

@@ -318,10 +318,10 @@ impl candle::CustomOp1 for SoftmaxLastDim {
     }
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
-        fn softmax<T: candle::WithDType + num_traits::Float>(
-            src: &[T],
-            layout: &Layout,
-        ) -> Result<(CpuStorage, Shape)> {
+        // Accumulated in f32 (f64 for f64): a sum of exponentials in f16/bf16 stops growing
+        // after a few hundred elements.
+        fn softmax<T: LayerNormDType>(src: &[T], layout: &Layout) -> Result<(CpuStorage, Shape)> {
+            use num_traits::Float;
             let src = match layout.contiguous_offsets() {
                 None => candle::bail!("input has to be contiguous"),
                 Some((o1, o2)) => &src[o1..o2],
@@ -332,16 +332,17 @@ impl candle::CustomOp1 for SoftmaxLastDim {
             let mut dst = vec![T::zero(); el_count];
             src.par_chunks(dim_m1)
                 .zip(dst.par_chunks_mut(dim_m1))
-                .for_each(|(src, dst)| {
-                    let mut max = T::neg_infinity();
-                    unsafe { T::vec_reduce_max(src.as_ptr(), &mut max, dim_m1) };
-                    for (s, d) in src.iter().zip(dst.iter_mut()) {
-                        *d = (*s - max).exp();
-                    }
-                    let mut sum_exp = T::zero();
-                    unsafe { T::vec_reduce_sum(dst.as_ptr(), &mut sum_exp, dim_m1) };
-                    for d in dst.iter_mut() {
-                        *d /= sum_exp
+                .for_each_init(Vec::new, |exps, (src, dst)| {
+                    let max = src
+                        .iter()
+                        .fold(T::Acc::neg_infinity(), |m, &v| m.max(v.to_acc()));
+                    exps.clear();
+                    exps.extend(src.iter().map(|&v| (v.to_acc() - max).exp()));
+                    let sum_exp = exps
+                        .iter()
+                        .fold(<T::Acc as num_traits::Zero>::zero(), |acc, &e| acc + e);
+                    for (d, &e) in dst.iter_mut().zip(exps.iter()) {
+                        *d = T::from_acc(e / sum_exp)
                     }
                 });
             let storage = candle::WithDType::to_cpu_storage_owned(dst);
@@ -363,55 +364,19 @@ impl candle::CustomOp1 for SoftmaxLastDim {
         storage: &candle::CudaStorage,
         layout: &Layout,
     ) -> Result<(candle::CudaStorage, Shape)> {
-        use candle::cuda_backend::cudarc::driver::{
-            CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg,
-        };
-        use candle::cuda_backend::{kernel_name, kernels, Map1, WrapErr};
-        use candle::{CudaDevice, WithDType};
-
-        struct S;
-        impl Map1 for S {
-            fn f<T: DeviceRepr + WithDType>(
-                &self,
-                src: &CudaSlice<T>,
-                dev: &CudaDevice,
-                layout: &Layout,
-            ) -> Result<CudaSlice<T>> {
-                let src = match layout.contiguous_offsets() {
-                    None => candle::bail!("input has to be contiguous"),
-                    Some((o1, o2)) => src.slice(o1..o2),
-                };
-                let el = layout.shape().elem_count();
-                let dims = layout.shape().dims();
-                let dim_m1 = dims[dims.len() - 1];
-                let (n_rows, n_cols) = (el / dim_m1, dim_m1);
-
-                let cfg = LaunchConfig {
-                    grid_dim: (n_rows as u32, 1, 1),
-                    block_dim: (1, 32, 1),
-                    shared_mem_bytes: 0,
-                };
-                let func = dev.get_or_load_func(&kernel_name::<T>("softmax"), &kernels::REDUCE)?;
-                // SAFETY: Set later by running the kernel.
-                let dst = unsafe { dev.alloc::<T>(el)? };
-                let mut builder = func.builder();
-                builder.arg(&src);
-                builder.arg(&dst);
-                candle::builder_arg!(builder, n_cols as i32);
-                // SAFETY: ffi.
-                unsafe { builder.launch(cfg) }.w()?;
-                Ok(dst)
-            }
-        }
-
         use candle::backend::BackendStorage;
-        let dev = storage.device();
-        let slice = S.map(&storage.slice, dev, layout)?;
-        let dst = candle::cuda_backend::CudaStorage {
-            slice,
-            device: dev.clone(),
+        if !layout.is_contiguous() {
+            candle::bail!("softmax-last-dim: input has to be contiguous")
+        }
+        let (dev, x) = (storage.device(), (storage, layout));
+        let storage = match storage.dtype() {
+            DType::BF16 => layer_norm_cuda::softmax_fwd::<half::bf16>(dev, x)?,
+            DType::F16 => layer_norm_cuda::softmax_fwd::<half::f16>(dev, x)?,
+            DType::F32 => layer_norm_cuda::softmax_fwd::<f32>(dev, x)?,
+            DType::F64 => layer_norm_cuda::softmax_fwd::<f64>(dev, x)?,
+            dt => candle::bail!("softmax-last-dim is not implemented for {dt:?}"),
         };
-        Ok((dst, layout.shape().clone()))
+        Ok((storage, layout.shape().clone()))
     }
 
     #[cfg(feature = "metal")]
@@ -458,10 +423,10 @@ impl candle::CustomOp1 for SoftmaxLastDim {
 }
 
 /// The gradient of `softmax_last_dim` from its output `ys` and the output gradient `grad`:
-/// `ys * (grad - sum(grad * ys))` over the last dimension, one fused pass per row on the cpu
-/// (accumulated in f32, f64 for f64), tensor ops on other devices.
+/// `ys * (grad - sum(grad * ys))` over the last dimension, one fused pass per row on cpu and
+/// cuda (accumulated in f32, f64 for f64), tensor ops on other devices.
 fn softmax_last_dim_bwd(ys: &Tensor, grad: &Tensor) -> Result<Tensor> {
-    if ys.device().is_cpu() {
+    if ys.device().is_cpu() || ys.device().is_cuda() {
         return ys.apply_op2_no_bwd(&grad.contiguous()?, &SoftmaxLastDimBwd);
     }
     let dtype = ys.dtype();
@@ -534,10 +499,40 @@ impl candle::CustomOp2 for SoftmaxLastDimBwd {
         };
         Ok((storage, l1.shape().clone()))
     }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle::CudaStorage,
+        l1: &Layout,
+        s2: &candle::CudaStorage,
+        l2: &Layout,
+    ) -> Result<(candle::CudaStorage, Shape)> {
+        use candle::backend::BackendStorage;
+        if l1.shape() != l2.shape() {
+            candle::bail!(
+                "softmax grad shape {:?} does not match the output {:?}",
+                l2.shape(),
+                l1.shape()
+            )
+        }
+        if !l1.is_contiguous() || !l2.is_contiguous() {
+            candle::bail!("softmax-last-dim-bwd: output and grad have to be contiguous")
+        }
+        let (dev, y, g) = (s1.device(), (s1, l1), (s2, l2));
+        let storage = match s1.dtype() {
+            DType::BF16 => layer_norm_cuda::softmax_bwd::<half::bf16>(dev, y, g)?,
+            DType::F16 => layer_norm_cuda::softmax_bwd::<half::f16>(dev, y, g)?,
+            DType::F32 => layer_norm_cuda::softmax_bwd::<f32>(dev, y, g)?,
+            DType::F64 => layer_norm_cuda::softmax_bwd::<f64>(dev, y, g)?,
+            dt => candle::bail!("softmax-last-dim is not implemented for {dt:?}"),
+        };
+        Ok((storage, l1.shape().clone()))
+    }
 }
 
-/// Softmax over the last dimension, fused. Differentiable: the backward is fused on the cpu and
-/// uses tensor ops on other devices.
+/// Softmax over the last dimension, fused. Differentiable: the backward is fused on cpu and cuda
+/// and uses tensor ops on other devices.
 pub fn softmax_last_dim(xs: &Tensor) -> Result<Tensor> {
     xs.apply_op1(SoftmaxLastDim)
 }

@@ -278,10 +278,56 @@ test_device!(
 
 // -------------------------------------------------------------------------- softmax_last_dim
 
+/// The fused forward against `ops::softmax` in f64, on rows of every kernel tier (and the
+/// streaming kernel beyond the widest), with large values and masked (-inf) elements.
+fn softmax_last_dim_fwd(dev: &Device) -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(67);
+    // On a GPU, more rows than a grid of resident blocks at the widths of the prefetching tiers.
+    let many = if dev.is_cpu() { 3 } else { 1200 };
+    for (rows, n) in [
+        (5, 1),
+        (7, 3),
+        (9, 17),
+        (33, 64),
+        (5, 1000),
+        (3, 4097),
+        (many, 5000),
+        (many, 10000),
+        (2, 70001),
+    ] {
+        let mut x = rand_vec(&mut rng, rows * n, -4., 4.);
+        // Row 0 far from zero (only stable with the max subtracted), row 1 causally masked.
+        x[..n].iter_mut().for_each(|v| *v = 1e4 + 10. * *v);
+        x[n + 1..2 * n]
+            .iter_mut()
+            .for_each(|v| *v = f64::NEG_INFINITY);
+        for dtype in dtypes(dev) {
+            let (xt, xr) = tensor(&x, (rows, n), dtype, dev)?;
+            let got = candle_nn::ops::softmax_last_dim(&xt)?;
+            let want = candle_nn::ops::softmax(&xr, D::Minus1)?;
+            check(&format!("y {dtype:?} n={n}"), &got, &want, tol(dtype, n))?;
+        }
+    }
+    Ok(())
+}
+
+test_device!(
+    softmax_last_dim_fwd,
+    softmax_fwd_cpu,
+    softmax_fwd_gpu,
+    softmax_fwd_metal
+);
+
 fn softmax_last_dim_grad(dev: &Device) -> Result<()> {
     let mut rng = StdRng::seed_from_u64(64);
-    for n in [1, 3, 17, 64, 1000, 4097] {
-        let rows = if n > 1000 { 4 } else { 6 }; // even: two batches of rows / 2
+    for n in [1, 3, 17, 64, 1000, 4097, 5000, 10000, 70001] {
+        // Even: two batches of rows / 2. On a GPU, more rows than a grid of resident blocks at
+        // the widths of the prefetching tiers.
+        let rows = match n {
+            5000 | 10000 if !dev.is_cpu() => 1200,
+            n if n > 1000 => 2,
+            _ => 6,
+        };
         let x = rand_vec(&mut rng, rows * n, -4., 4.);
         let dy = rand_vec(&mut rng, rows * n, -1., 1.);
         for dtype in dtypes(dev) {
