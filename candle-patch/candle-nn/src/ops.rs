@@ -425,7 +425,7 @@ impl candle::CustomOp1 for SoftmaxLastDim {
 /// The gradient of `softmax_last_dim` from its output `ys` and the output gradient `grad`:
 /// `ys * (grad - sum(grad * ys))` over the last dimension, one fused pass per row on cpu and
 /// cuda (accumulated in f32, f64 for f64), tensor ops on other devices.
-fn softmax_last_dim_bwd(ys: &Tensor, grad: &Tensor) -> Result<Tensor> {
+pub fn softmax_last_dim_bwd(ys: &Tensor, grad: &Tensor) -> Result<Tensor> {
     if ys.device().is_cpu() || ys.device().is_cuda() {
         return ys.apply_op2_no_bwd(&grad.contiguous()?, &SoftmaxLastDimBwd);
     }
@@ -855,7 +855,7 @@ impl candle::CustomOp3 for RmsNormBwd {
 
 /// Gradients of [`rms_norm`] for the output gradient `grad`: `dx` and, when `alpha` tracks a
 /// gradient, `dalpha`. Fused on cpu and cuda, tensor ops on other devices.
-fn rms_norm_bwd(
+pub fn rms_norm_bwd(
     xs: &Tensor,
     alpha: &Tensor,
     grad: &Tensor,
