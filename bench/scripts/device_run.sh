@@ -16,8 +16,9 @@
 #   jit:       first launch on a cold JIT cache (CUDA_CACHE_DISABLE=1): the first fused layer norm
 #              forward + backward and the module loads from fatbin and PTX (first_launch), and a
 #              1-epoch TFT run
-#   family:    rms_norm, softmax_last_dim and rope forward and training step at LLM shapes,
-#              beside PyTorch (family_bench + family_torch.py; family.md)
+#   family:    rms_norm, softmax_last_dim and rope forward, backward op and training step at
+#              LLM shapes, beside PyTorch (family_bench + family_torch.py; family.md), and their
+#              numerics against PyTorch in f64 (family_bench --dump-only + family_check.py)
 # Every step logs to $OUT/<step>.log; a failing step is recorded, the run goes on.
 #   bench/scripts/device_run.sh tests,sanitizer
 set -uo pipefail
@@ -30,6 +31,10 @@ export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/
 export PATH=/usr/local/cuda-13.0/bin:$PATH
 B=/tmp/gpu-bins
 rm -rf "$B" && mkdir -p "$B" && tar -C "$B" --strip-components=1 -xJf .gpu/bins.tar.xz
+# Binaries rebuilt after the pack (.gpu/extra/<name>.xz, same names as in the pack) replace theirs.
+for f in .gpu/extra/*.xz; do
+  [ -e "$f" ] && xz -dc "$f" > "$B/$(basename "$f" .xz)" && chmod +x "$B/$(basename "$f" .xz)"
+done
 status="$OUT/status.txt"
 step() { # name timeout cmd...
   local name=$1 t=$2; shift 2
@@ -144,6 +149,9 @@ if has family; then
   step family-candle 500 "$B/bench-bin-family_bench" --device cuda --csv "$OUT/family-candle.csv"
   step family-torch 500 python3 bench/scripts/family_torch.py --candle-csv "$OUT/family-candle.csv" --csv "$OUT/family-torch.csv"
   sed -n '/^| op/,$p' "$OUT/family-torch.log" > "$OUT/family.md"
+  step family-dump 300 "$B/bench-bin-family_bench" --device cuda --dump-only "$OUT/family-dump"
+  step family-check 200 python3 bench/scripts/family_check.py "$OUT/family-dump" "$OUT/family-numerics.csv"
+  rm -rf "$OUT/family-dump"
 fi
 if has stats && [ -f .gpu/stats_experiment/run.sh ]; then step stats-experiment 300 bash .gpu/stats_experiment/run.sh; fi
 if has jit; then

@@ -9,6 +9,7 @@ use anyhow::Result;
 use candle_core::{DType, Device, Tensor, Var};
 use clap::Parser;
 use ln_bench::timing::{iters_for, time_us};
+use std::collections::HashMap;
 use std::io::Write;
 
 #[derive(Parser)]
@@ -25,6 +26,9 @@ struct Args {
     /// Divide every leading dimension by this (quick runs, e.g. on the CPU).
     #[arg(long, default_value_t = 1)]
     scale: usize,
+    /// Only write inputs and fused outputs into this folder, for `family_check.py`; no timing.
+    #[arg(long)]
+    dump_only: Option<String>,
 }
 
 /// One op at one shape: `dims` of the input, the last one is the normalized/rotated one.
@@ -70,7 +74,15 @@ fn forward(op: &str, x: &Tensor, w: &Tensor, cos: &Tensor, sin: &Tensor) -> Resu
 
 /// The backward op alone for the output gradient `dy`; `y` is the forward's output, `w` tracks
 /// a gradient, `nsin` is `-sin`.
-fn backward(op: &str, x: &Tensor, y: &Tensor, dy: &Tensor, w: &Tensor, cos: &Tensor, nsin: &Tensor) -> Result<()> {
+fn backward(
+    op: &str,
+    x: &Tensor,
+    y: &Tensor,
+    dy: &Tensor,
+    w: &Tensor,
+    cos: &Tensor,
+    nsin: &Tensor,
+) -> Result<()> {
     match op {
         "rms_norm" => {
             let (_dx, dw) = candle_nn::ops::rms_norm_bwd(x, w, dy, 1e-5)?;
@@ -94,6 +106,9 @@ fn main() -> Result<()> {
     #[cfg(feature = "cuda")]
     if let Device::Cuda(cuda) = &dev {
         cuda.set_pool_release_threshold(u64::MAX)?;
+    }
+    if let Some(dir) = &args.dump_only {
+        return dump_numerics(&dev, dir);
     }
     let mut f = std::fs::File::create(&args.csv)?;
     writeln!(f, "impl,op,level,dtype,shape,us,bytes")?;
@@ -152,6 +167,70 @@ fn main() -> Result<()> {
                 case.op
             )?;
             println!("{:<17} step {dt:<5} {shape_s:<18} {us:>10.1} us", case.op);
+        }
+    }
+    Ok(())
+}
+
+/// Writes inputs and fused outputs (forward, gradients of `sum(op(x) * dy)`) of every op for
+/// several shapes and every dtype, so that `family_check.py` can compare them with PyTorch in
+/// f64 on the same device.
+fn dump_numerics(dev: &Device, dir: &str) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    // (op, case, dims, scale of x): odd widths, the widths of the LLM grid, rows past the widest
+    // tier (the streaming kernels), and softmax logits far from zero.
+    let cases: [(&str, &str, &[usize], f64); 11] = [
+        ("rms_norm", "odd", &[1000, 17], 1.),
+        ("rms_norm", "llm", &[512, 4096], 1.),
+        ("rms_norm", "huge", &[8, 70001], 1.),
+        ("softmax_last_dim", "odd", &[1000, 17], 1.),
+        ("softmax_last_dim", "llm", &[256, 4096], 1.),
+        ("softmax_last_dim", "vocab", &[16, 32000], 1.),
+        ("softmax_last_dim", "huge", &[8, 70001], 1.),
+        ("softmax_last_dim", "large_logits", &[256, 4096], 30.),
+        ("rope", "llm", &[2, 8, 64, 128], 1.),
+        ("rope_i", "llm", &[2, 8, 64, 128], 1.),
+        ("rope", "odd", &[1, 3, 17, 6], 1.),
+    ];
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        for (op, case, dims, scale) in cases {
+            let x = (Tensor::randn(0f64, 1., dims, dev)? * scale)?.to_dtype(dtype)?;
+            let dy = Tensor::randn(0f64, 1., dims, dev)?.to_dtype(dtype)?;
+            let last = dims[dims.len() - 1];
+            let w = Tensor::randn(1f64, 0.1, last, dev)?.to_dtype(dtype)?;
+            let seq = if op.starts_with("rope") { dims[2] } else { 1 };
+            let theta = Tensor::randn(0f64, 1., (seq, last / 2), dev)?;
+            let (cos, sin) = (theta.cos()?.to_dtype(dtype)?, theta.sin()?.to_dtype(dtype)?);
+            let (xv, wv) = (Var::from_tensor(&x)?, Var::from_tensor(&w)?);
+            let y = match op {
+                "rope_i" => candle_nn::rotary_emb::rope_i(&xv, &cos, &sin)?,
+                op => forward(op, &xv, &wv, &cos, &sin)?,
+            };
+            let grads = (&y * &dy)?.backward()?;
+            let grad = |v: &Var| {
+                grads
+                    .get(v)
+                    .cloned()
+                    .ok_or_else(|| anyhow::anyhow!("{op}: no gradient"))
+            };
+            let mut tensors: HashMap<String, Tensor> = HashMap::new();
+            tensors.insert("x".into(), x.clone());
+            tensors.insert("dy".into(), dy);
+            tensors.insert("y".into(), y.detach());
+            tensors.insert("dx".into(), grad(&xv)?);
+            match op {
+                "rms_norm" => {
+                    tensors.insert("w".into(), w);
+                    tensors.insert("dw".into(), grad(&wv)?);
+                }
+                "rope" | "rope_i" => {
+                    tensors.insert("cos".into(), cos);
+                    tensors.insert("sin".into(), sin);
+                }
+                _ => {}
+            }
+            let path = format!("{dir}/{op}__{}__{case}.safetensors", dtype.as_str());
+            candle_core::safetensors::save(&tensors, path)?;
         }
     }
     Ok(())
