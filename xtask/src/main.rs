@@ -13,6 +13,7 @@ mod stack;
 mod tree;
 mod upstream;
 mod upstream_export;
+mod upstream_table;
 mod vendor_md;
 
 use std::path::PathBuf;

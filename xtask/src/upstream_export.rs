@@ -20,6 +20,7 @@ use crate::pristine;
 use crate::resolutions::{self, Resolutions, RESOLUTIONS_DIR};
 use crate::stack::{self, Pr, Stack, STACK_FILE};
 use crate::upstream::{self, SERIES_DIR};
+use crate::upstream_table;
 
 /// Where an export works (scratch repository `tree/`, `state.json` while stopped).
 const EXPORT_DIR: &str = "target/upstream-export";
@@ -557,6 +558,15 @@ fn write_series(root: &Path, replay: &Replay, base: &str, dir: &Path) -> Result<
              if the conflict it was recorded for is gone"
         );
     }
+    let md_path = root.join(upstream_table::UPSTREAM_MD);
+    let md = std::fs::read_to_string(&md_path)?;
+    let (md_new, changes) = upstream_table::update(&md, &table_rows(replay.stack, &produced))?;
+    if !changes.is_empty() {
+        std::fs::write(&md_path, md_new)?;
+        for c in &changes {
+            println!("{}: {c}", upstream_table::UPSTREAM_MD);
+        }
+    }
     println!(
         "upstream-export: {} PR(s), {written} file(s) written",
         produced.len()
@@ -565,7 +575,21 @@ fn write_series(root: &Path, replay: &Replay, base: &str, dir: &Path) -> Result<
     upstream::check_in(root, &quick, &dir.join("verify"))
 }
 
-/// `--check`: the same export in a temporary folder, compared with upstream/series/.
+/// The PR table's rows: titles from the stack, changed lines from the produced series.
+fn table_rows(stack: &Stack, produced: &[(String, Vec<u8>)]) -> Vec<upstream_table::Row> {
+    stack
+        .prs
+        .iter()
+        .zip(produced)
+        .map(|(pr, (_, bytes))| upstream_table::Row {
+            title: pr.title.clone(),
+            lines: upstream_table::changed_lines(bytes),
+        })
+        .collect()
+}
+
+/// `--check`: the same export in a temporary folder, compared with upstream/series/ and with
+/// UPSTREAM.md's PR table.
 fn check(
     root: &Path,
     layout: &Layout,
@@ -613,6 +637,13 @@ fn check(
             Ok(_) => {}
         }
     }
+    let md = std::fs::read_to_string(root.join(upstream_table::UPSTREAM_MD))?;
+    let (_, changes) = upstream_table::update(&md, &table_rows(stack, &produced))?;
+    problems.extend(
+        changes
+            .into_iter()
+            .map(|c| format!("differs  {} PR table: {c}", upstream_table::UPSTREAM_MD)),
+    );
     let names: BTreeSet<&str> = produced.iter().map(|(n, _)| n.as_str()).collect();
     for old in patches::list(&series_dir)? {
         if !names.contains(old.file_name().as_str()) {
@@ -638,8 +669,8 @@ fn check(
     }
     println!(
         "FAILED: {SERIES_DIR}/ is not what {STACK_FILE} + the pin series + {RESOLUTIONS_DIR}/ \
-         produce. Run `cargo xtask upstream-export` and commit {SERIES_DIR}/ (edit {STACK_FILE} \
-         or the pin patches, not the series files)."
+         produce. Run `cargo xtask upstream-export` and commit {SERIES_DIR}/ and its PR table in \
+         UPSTREAM.md (edit {STACK_FILE} or the pin patches, not the series files)."
     );
     Ok(false)
 }
