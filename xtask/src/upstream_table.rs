@@ -60,7 +60,10 @@ pub fn update(text: &str, rows: &[Row]) -> Result<(String, Vec<String>)> {
             changes.push(format!("PR {pr}: title `{}` -> `{}`", cells[1], row.title));
         }
         if cells[2] != row.lines.to_string() {
-            changes.push(format!("PR {pr}: {} -> {} changed lines", cells[2], row.lines));
+            changes.push(format!(
+                "PR {pr}: {} -> {} changed lines",
+                cells[2], row.lines
+            ));
         }
         out.push_str(&format!(
             "| {pr} | {} | {} | {}",
