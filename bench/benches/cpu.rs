@@ -1,13 +1,38 @@
-//! CPU: the fused layer norm against the composite `layer_norm_slow`, forward and forward +
-//! backward through autograd.
+//! CPU: the fused layer norm (f32) forward, its backward op alone (`ops::layer_norm_bwd`, dx,
+//! dw and db) and the autograd step (`y = layer_norm(..)`, `(y * dy).backward()`), against the
+//! composite `layer_norm_slow`. `bench/scripts/cpu_torch.py` times PyTorch's CPU kernels at the
+//! same shapes with the same thread count; `LN_CPU_SHAPES=RxC,RxC` picks the shapes.
 
 use candle_core::{Device, Tensor, Var};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
+/// The shapes (a TFT-like one, LLM widths, a wide row) and two odd ones.
+const SHAPES: &[(usize, usize)] = &[
+    (4096, 64),
+    (2048, 1024),
+    (512, 4096),
+    (64, 16384),
+    (3000, 333),
+    (257, 5000),
+];
+
+fn shapes() -> Vec<(usize, usize)> {
+    match std::env::var("LN_CPU_SHAPES") {
+        Err(_) => SHAPES.to_vec(),
+        Ok(s) => s
+            .split(',')
+            .map(|rc| {
+                let (r, c) = rc.split_once('x').expect("LN_CPU_SHAPES: RxC,RxC");
+                (r.parse().expect("rows"), c.parse().expect("cols"))
+            })
+            .collect(),
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let dev = Device::Cpu;
     let mut group = c.benchmark_group("layer_norm_cpu");
-    for (rows, cols) in [(4096usize, 64usize), (1024, 1024), (64, 16384)] {
+    for (rows, cols) in shapes() {
         let x = Tensor::randn(0f32, 1., (rows, cols), &dev).unwrap();
         let w = Tensor::randn(1f32, 0.1, cols, &dev).unwrap();
         let b = Tensor::randn(0f32, 0.1, cols, &dev).unwrap();
@@ -24,6 +49,10 @@ fn bench(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("composite_fwd", &shape), &(), |bch, _| {
             bch.iter(|| candle_nn::ops::layer_norm_slow(&x, &w, &b, 1e-5).unwrap())
+        });
+        group.throughput(Throughput::Bytes((rows * cols * 4 * 3) as u64));
+        group.bench_with_input(BenchmarkId::new("fused_bwd", &shape), &(), |bch, _| {
+            bch.iter(|| candle_nn::ops::layer_norm_bwd(&x, Some(&w), &dy, 1e-5, true).unwrap())
         });
         group.throughput(Throughput::Bytes((rows * cols * 4 * 5) as u64));
         group.bench_with_input(BenchmarkId::new("fused_fwd_bwd", &shape), &(), |bch, _| {

@@ -925,6 +925,50 @@ layer_norm_dtype!(f64, f64, |v| v, |v| v);
 layer_norm_dtype!(half::f16, f32, half::f16::to_f32, half::f16::from_f32);
 layer_norm_dtype!(half::bf16, f32, half::bf16::to_f32, half::bf16::from_f32);
 
+/// Accumulators a row sum is split over: independent chains that the compiler keeps in vector
+/// registers. Combined in a fixed order, so a sum only depends on the row length.
+const ROW_SUM_LANES: usize = 8;
+
+/// `sum(f(a[i], b[i]))` over two rows of the same length, in `ROW_SUM_LANES` chains.
+#[inline(always)]
+fn row_sum2<A: num_traits::Float>(a: &[A], b: &[A], f: impl Fn(A, A) -> A) -> A {
+    let mut acc = [A::zero(); ROW_SUM_LANES];
+    let (ca, cb) = (a.chunks_exact(ROW_SUM_LANES), b.chunks_exact(ROW_SUM_LANES));
+    let tail = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .fold(A::zero(), |s, (&a, &b)| s + f(a, b));
+    for (ca, cb) in ca.zip(cb) {
+        for j in 0..ROW_SUM_LANES {
+            acc[j] = acc[j] + f(ca[j], cb[j]);
+        }
+    }
+    let mut width = ROW_SUM_LANES / 2;
+    while width > 0 {
+        for j in 0..width {
+            acc[j] = acc[j] + acc[j + width];
+        }
+        width /= 2;
+    }
+    acc[0] + tail
+}
+
+/// `sum(f(a[i]))` over a row, in `ROW_SUM_LANES` chains.
+#[inline(always)]
+fn row_sum<A: num_traits::Float>(a: &[A], f: impl Fn(A) -> A) -> A {
+    row_sum2(a, a, |v, _| f(v))
+}
+
+/// Rows a cpu task of the fused norms processes: about this many elements.
+const ROW_TASK_ELEMS: usize = 1 << 14;
+
+/// `row` converted to the accumulation type into `buf` (reused across rows).
+fn row_to_acc<T: LayerNormDType>(row: &[T], buf: &mut Vec<T::Acc>) {
+    buf.clear();
+    buf.extend(row.iter().map(|v| v.to_acc()));
+}
+
 /// Statistics of a row, computed in two passes over the row shifted by its first element so
 /// that rows with a large mean compared to their spread keep their precision: the normalized
 /// value of `x` is `(x - shift - mean) * rstd`, `shift + mean` is never rounded to a single value.
@@ -935,15 +979,16 @@ struct LayerNormRowStats<A> {
 }
 
 impl<A: num_traits::Float> LayerNormRowStats<A> {
-    fn new<T: LayerNormDType<Acc = A>>(row: &[T], eps: f32) -> Self {
+    /// The statistics of `row`, already in the accumulation type.
+    fn new(row: &[A], eps: f32) -> Self {
         use num_traits::NumCast;
         let zero = A::zero();
         let n: A = NumCast::from(row.len()).unwrap_or(zero);
-        let shift = row.first().map_or(zero, |&v| v.to_acc());
-        let mean = row.iter().fold(zero, |acc, &v| acc + (v.to_acc() - shift)) / n;
-        let var = row.iter().fold(zero, |acc, &v| {
-            let d = v.to_acc() - shift - mean;
-            acc + d * d
+        let shift = row.first().copied().unwrap_or(zero);
+        let mean = row_sum(row, |v| v - shift) / n;
+        let var = row_sum(row, |v| {
+            let d = v - shift - mean;
+            d * d
         }) / n;
         let eps: A = NumCast::from(eps).unwrap_or(zero);
         let rstd = (var.max(zero) + eps).sqrt().recip();
@@ -966,19 +1011,37 @@ fn layer_norm_cpu_fwd<T: LayerNormDType>(
     if n_cols == 0 {
         return dst;
     }
-    xs.par_chunks(n_cols)
-        .zip(dst.par_chunks_mut(n_cols))
-        .for_each(|(src, dst)| {
-            let stats = LayerNormRowStats::new(src, eps);
-            for (i, (d, &s)) in dst.iter_mut().zip(src.iter()).enumerate() {
-                let mut v = stats.normalize(s.to_acc());
-                if let Some(alpha) = alpha {
-                    v = v * alpha[i].to_acc();
+    let chunk = (ROW_TASK_ELEMS / n_cols).max(1) * n_cols;
+    xs.par_chunks(chunk)
+        .zip(dst.par_chunks_mut(chunk))
+        .for_each_init(Vec::new, |xa, (src, dst)| {
+            for (src, dst) in src.chunks(n_cols).zip(dst.chunks_mut(n_cols)) {
+                row_to_acc(src, xa);
+                let stats = LayerNormRowStats::new(xa, eps);
+                let xhat = xa.iter().map(|&x| stats.normalize(x));
+                // One loop per case: no branch per element, so the loops vectorize.
+                match (alpha, beta) {
+                    (Some(a), Some(b)) => {
+                        for (((d, x), a), b) in dst.iter_mut().zip(xhat).zip(a).zip(b) {
+                            *d = T::from_acc(x * a.to_acc() + b.to_acc())
+                        }
+                    }
+                    (Some(a), None) => {
+                        for ((d, x), a) in dst.iter_mut().zip(xhat).zip(a) {
+                            *d = T::from_acc(x * a.to_acc())
+                        }
+                    }
+                    (None, Some(b)) => {
+                        for ((d, x), b) in dst.iter_mut().zip(xhat).zip(b) {
+                            *d = T::from_acc(x + b.to_acc())
+                        }
+                    }
+                    (None, None) => {
+                        for (d, x) in dst.iter_mut().zip(xhat) {
+                            *d = T::from_acc(x)
+                        }
+                    }
                 }
-                if let Some(beta) = beta {
-                    v = v + beta[i].to_acc();
-                }
-                *d = T::from_acc(v);
             }
         });
     dst
@@ -1009,54 +1072,58 @@ fn layer_norm_cpu_bwd<T: LayerNormDType>(
     }
     let n_rows = el_count / n_cols;
     let n: T::Acc = NumCast::from(n_cols).unwrap_or(zero);
-    let rows_per_chunk = n_rows.div_ceil(MAX_CHUNKS);
+    // At least ~4 tasks' worth of rows per chunk: each chunk adds a row of partials per parameter.
+    let rows_per_chunk = n_rows.div_ceil(MAX_CHUNKS).max(4 * ROW_TASK_ELEMS / n_cols);
     let (dxs, dparams) = dst.split_at_mut(el_count);
     let partials: Vec<_> = xs
         .par_chunks(rows_per_chunk * n_cols)
         .zip(grad.par_chunks(rows_per_chunk * n_cols))
         .zip(dxs.par_chunks_mut(rows_per_chunk * n_cols))
-        .map(|((xs, grad), dxs)| {
-            let mut dalpha = vec![zero; if alpha_grad { n_cols } else { 0 }];
-            let mut dbeta = vec![zero; if beta_grad { n_cols } else { 0 }];
-            for ((x, dy), dx) in xs
-                .chunks(n_cols)
-                .zip(grad.chunks(n_cols))
-                .zip(dxs.chunks_mut(n_cols))
-            {
-                let stats = LayerNormRowStats::new(x, eps);
-                let xhat = |i: usize| stats.normalize(x[i].to_acc());
-                let g = |i: usize| match alpha {
-                    None => dy[i].to_acc(),
-                    Some(alpha) => dy[i].to_acc() * alpha[i].to_acc(),
-                };
-                let (mut sum_g, mut sum_gx) = (zero, zero);
-                for i in 0..n_cols {
-                    let g = g(i);
-                    sum_g = sum_g + g;
-                    sum_gx = sum_gx + g * xhat(i);
-                }
-                let (mean_g, mean_gx) = (sum_g / n, sum_gx / n);
-                for (i, dx) in dx.iter_mut().enumerate() {
-                    let xhat = xhat(i);
-                    *dx = T::from_acc((g(i) - mean_g - xhat * mean_gx) * stats.rstd);
-                    if alpha_grad {
-                        dalpha[i] = dalpha[i] + dy[i].to_acc() * xhat;
+        .map_init(
+            || (vec![], vec![], vec![]),
+            |(xhat, dya, g), ((xs, grad), dxs)| {
+                let mut dalpha = vec![zero; if alpha_grad { n_cols } else { 0 }];
+                let mut dbeta = vec![zero; if beta_grad { n_cols } else { 0 }];
+                for ((x, dy), dx) in xs
+                    .chunks(n_cols)
+                    .zip(grad.chunks(n_cols))
+                    .zip(dxs.chunks_mut(n_cols))
+                {
+                    row_to_acc(x, xhat);
+                    let stats = LayerNormRowStats::new(xhat, eps);
+                    xhat.iter_mut().for_each(|v| *v = stats.normalize(*v));
+                    row_to_acc(dy, dya);
+                    // g = dy * alpha
+                    match alpha {
+                        None => row_to_acc(dy, g),
+                        Some(alpha) => {
+                            g.clear();
+                            g.extend(dya.iter().zip(alpha).map(|(&d, a)| d * a.to_acc()));
+                        }
                     }
-                    if beta_grad {
-                        dbeta[i] = dbeta[i] + dy[i].to_acc();
+                    let mean_g = row_sum(g, |v| v) / n;
+                    let mean_gx = row_sum2(g, xhat, |g, x| g * x) / n;
+                    for ((dx, &g), &x) in dx.iter_mut().zip(g.iter()).zip(xhat.iter()) {
+                        *dx = T::from_acc((g - mean_g - x * mean_gx) * stats.rstd);
+                    }
+                    for ((da, &d), &x) in dalpha.iter_mut().zip(dya.iter()).zip(xhat.iter()) {
+                        *da = *da + d * x;
+                    }
+                    for (db, &d) in dbeta.iter_mut().zip(dya.iter()) {
+                        *db = *db + d;
                     }
                 }
-            }
-            (dalpha, dbeta)
-        })
+                (dalpha, dbeta)
+            },
+        )
         .collect();
     let (dalpha, dbeta) = dparams.split_at_mut(if alpha_grad { n_cols } else { 0 });
-    for (i, d) in dalpha.iter_mut().enumerate() {
+    dalpha.par_iter_mut().enumerate().for_each(|(i, d)| {
         *d = T::from_acc(partials.iter().fold(zero, |acc, p| acc + p.0[i]));
-    }
-    for (i, d) in dbeta.iter_mut().enumerate() {
+    });
+    dbeta.par_iter_mut().enumerate().for_each(|(i, d)| {
         *d = T::from_acc(partials.iter().fold(zero, |acc, p| acc + p.1[i]));
-    }
+    });
     dst
 }
 
