@@ -5,6 +5,7 @@
 pub mod attention;
 pub mod data;
 pub mod grn;
+pub mod heap;
 pub mod init;
 pub mod loss;
 pub mod model;

@@ -42,6 +42,7 @@ fn cuda_device() -> Result<Device> {
 }
 
 fn main() -> Result<()> {
+    tft::heap::keep_freed_memory();
     let args = cli::parse();
     let t_start = Instant::now();
     let dev = device(args.device)?;
