@@ -358,6 +358,40 @@ fn var(device: &Device) -> Result<()> {
     Ok(())
 }
 
+/// Sums over every set of dims of a 4D tensor (runs of consecutive dims at the front, in the
+/// middle and at the back, and sets with gaps) against a loop over the elements.
+fn sum_dims(device: &Device) -> Result<()> {
+    let dims = [3usize, 4, 5, 6];
+    let n: usize = dims.iter().product();
+    let data: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 1009 - 500).collect();
+    let tensor = Tensor::from_vec(data.clone(), &dims, device)?;
+    for mask in 1u32..16 {
+        let reduced: Vec<usize> = (0..4).filter(|d| mask & (1 << d) != 0).collect();
+        let out_dims: Vec<usize> = (0..4)
+            .map(|d| if mask & (1 << d) != 0 { 1 } else { dims[d] })
+            .collect();
+        let mut want = vec![0i64; out_dims.iter().product()];
+        for (i, v) in data.iter().enumerate() {
+            let (mut rest, mut o) = (i, 0);
+            for d in 0..4 {
+                let stride: usize = dims[d + 1..].iter().product();
+                let idx = if mask & (1 << d) != 0 {
+                    0
+                } else {
+                    rest / stride
+                };
+                rest %= stride;
+                o = o * out_dims[d] + idx;
+            }
+            want[o] += v;
+        }
+        let got = tensor.sum_keepdim(reduced.as_slice())?;
+        assert_eq!(got.dims(), out_dims.as_slice(), "{reduced:?}");
+        assert_eq!(got.flatten_all()?.to_vec1::<i64>()?, want, "{reduced:?}");
+    }
+    Ok(())
+}
+
 fn sum(device: &Device) -> Result<()> {
     let data = &[[[3u32, 1, 4], [1, 5, 9]], [[2, 1, 7], [8, 2, 8]]];
     let tensor = Tensor::new(data, device)?;
@@ -1658,6 +1692,7 @@ test_device!(broadcast, broadcast_cpu, broadcast_gpu, broadcast_metal);
 test_device!(slice_set, ss_cpu, ss_gpu, ss_metal);
 test_device!(cat, cat_cpu, cat_gpu, cat_metal);
 test_device!(sum, sum_cpu, sum_gpu, sum_metal);
+test_device!(sum_dims, sum_dims_cpu, sum_dims_gpu, sum_dims_metal);
 test_device!(min, min_cpu, min_gpu, min_metal);
 test_device!(max, max_cpu, max_gpu, max_metal);
 test_device!(argmax, argmax_cpu, argmax_gpu, argmax_metal);

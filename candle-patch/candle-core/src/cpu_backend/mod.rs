@@ -256,6 +256,28 @@ impl ReduceSum<'_> {
                     }
                     return Ok(dst);
                 };
+                // Reducing one run of consecutive dims [a, b): the source is [outer, red, inner]
+                // and each output row of `inner` elements adds `red` contiguous rows (the sum over
+                // the batch dims of a broadcast's gradient). Same order of additions as below.
+                let (a, b) = match (self.reduce_dims.first(), self.reduce_dims.last()) {
+                    (Some(&a), Some(&b)) => (a, b + 1),
+                    _ => (0, 0),
+                };
+                if b > a && b - a == self.reduce_dims.len() {
+                    let dims = src_l.shape().dims();
+                    let red: usize = dims[a..b].iter().product();
+                    let inner: usize = dims[b..].iter().product();
+                    if red > 0 && inner > 0 {
+                        for (dst, src) in dst.chunks_mut(inner).zip(src.chunks(red * inner)) {
+                            for src in src.chunks(inner) {
+                                for (d, &s) in dst.iter_mut().zip(src) {
+                                    *d += s;
+                                }
+                            }
+                        }
+                    }
+                    return Ok(dst);
+                }
                 for (unstr_index, &src) in src.iter().enumerate() {
                     let mut dst_index = unstr_index;
                     // Set the reduce_dims indexes to 0.
