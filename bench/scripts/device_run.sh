@@ -9,6 +9,7 @@
 #   numerics:  only the f64 PyTorch numerics check (part of bench too)
 #   profile:   the TFT step phase by phase (tft --profile), 3-epoch runs, the PyTorch twin
 #   paper:     the same at the paper-scale preset on the synthetic panel, with the twin
+#   diag:      where the step goes on the device: tft --profile, ncu by kernel, the twin's profiler
 #   pool:      the autograd breakdown at 4096x4096 with freed memory kept and released
 #   memory:    pool memory held after backward() through 8 layer norms and its peak, fused vs
 #              composite, with both pool settings (memory-*.csv)
@@ -144,6 +145,22 @@ if has paper && [ -x "$B/tft-bin-tft" ]; then
       step tft-torch-paper-compile 400 python3 "${T[@]}" --compile
     fi
   fi
+fi
+if has diag && [ -x "$B/tft-bin-tft" ]; then
+  # Where the step's time goes on the device: ours (tft --profile: wall vs host-queued time;
+  # ncu over the profiled steps only) beside the twin's torch.profiler, default and paper size.
+  "$B/tft-bin-tft" --dataset synthetic --preset paper --dump-data /tmp/synth.csv > "$OUT/synth-dump.log" 2>&1
+  for size in default paper; do
+    S=(); TS=()
+    [ $size = paper ] && S=(--dataset synthetic --preset paper) && TS=("${S[@]}" --data /tmp/synth.csv)
+    step diag-profile-$size 300 "$B/tft-bin-tft" --device cuda "${S[@]}" --profile 20 --layer-norm kernel
+    step diag-ncu-$size 500 ncu --profile-from-start off --metrics gpu__time_duration.sum \
+      --cache-control none --clock-control none --csv --print-units base --log-file "$OUT/ncu-$size.csv" \
+      "$B/tft-bin-tft" --device cuda "${S[@]}" --profile 1 --layer-norm kernel
+    python3 bench/scripts/ncu_kernels.py "$OUT/ncu-$size.csv" --steps 1 > "$OUT/ncu-$size-kernels.txt" 2>&1
+    xz -T0 "$OUT/ncu-$size.csv"
+    step diag-twin-$size 300 python3 bench/scripts/tft_torch.py --device cuda "${TS[@]}" --profile-steps 10
+  done
 fi
 if has family; then
   step family-candle 500 "$B/bench-bin-family_bench" --device cuda --csv "$OUT/family-candle.csv"

@@ -557,6 +557,50 @@ def evaluate(model, data, ends, device, q):
     return loss_sum / max(len(ends), 1), data.mae(ends, data.denormalise(ends, pred))
 
 
+def profile_steps(a, model, fwd, opt, data, device, q, sync):
+    """`--profile-steps N`: where the twin's step goes on the device (what `tft --profile` and
+    `ncu` show for ours): GPU time per step summed over kernels, kernels per step, the top ones."""
+    from torch.profiler import ProfilerActivity, profile
+
+    batches = [b for b in epoch_batches(data.train_ends, a.batch_size, a.seed, 1) if len(b) == a.batch_size]
+    need = WARMUP_STEPS + a.profile_steps
+    batches = (batches * (need // max(len(batches), 1) + 1))[:need]
+
+    def step(ends):
+        st, pa, fu, tg = to_device(data.batch(ends), device)
+        loss = quantile_loss(fwd(st, pa, fu), tg, q)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.item()
+
+    model.train()
+    for ends in batches[:WARMUP_STEPS]:
+        step(ends)
+    sync()
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    wall = []
+    with profile(activities=acts) as prof:
+        for ends in batches[WARMUP_STEPS:]:
+            t = time.perf_counter()
+            step(ends)
+            sync()
+            wall.append((time.perf_counter() - t) * 1e3)
+    n = a.profile_steps
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    busy = sum(e.device_time for e in kernels) / 1e3 / n  # us -> ms
+    print(f"profile: {n} steps of batch {a.batch_size} after {WARMUP_STEPS} warm-up steps (torch.profiler)")
+    print(f"step wall ms median {sorted(wall)[n // 2]:.2f}; GPU kernel time {busy:.2f} ms/step; "
+          f"{len(kernels) / n:.0f} kernels/step")
+    by_name = {}
+    for e in kernels:
+        t, c = by_name.get(e.name, (0.0, 0))
+        by_name[e.name] = (t + e.device_time, c + 1)
+    print(f"{'ms/step':>8} {'share':>6} {'calls':>6}  kernel")
+    for name, (t, c) in sorted(by_name.items(), key=lambda kv: -kv[1][0])[:25]:
+        print(f"{t / 1e3 / n:>8.3f} {t / 1e3 / n / busy:>6.1%} {c / n:>6.0f}  {name[:110]}")
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--epochs", type=int, default=10)
@@ -577,6 +621,9 @@ def parse_args(argv=None):
     ap.add_argument("--compile", action="store_true", help="torch.compile the model")
     ap.add_argument("--threads", type=int, help="torch.set_num_threads")
     ap.add_argument("--quiet", action="store_true", help="no per-step progress")
+    ap.add_argument("--profile-steps", type=int, metavar="N",
+                    help="instead of training: N steps after the warm-up under torch.profiler; "
+                         "prints the GPU kernel time per step and the kernels that take it")
     a = ap.parse_args(argv)
     for k, v in PRESETS[a.preset].items():
         if getattr(a, k) is None:
@@ -598,6 +645,8 @@ def parse_args(argv=None):
         err = "--dataset synthetic needs --data PATH, written by `tft --dataset synthetic --dump-data PATH`"
     elif a.device == "cuda" and not torch.cuda.is_available():
         err = "--device cuda: CUDA is not available to this PyTorch"
+    elif a.profile_steps is not None and a.profile_steps < 1:
+        err = f"--profile-steps must be at least 1 (got {a.profile_steps})"
     elif a.threads is not None and a.threads < 1:
         err = f"--threads must be at least 1 (got {a.threads})"
     if err:
@@ -647,6 +696,8 @@ def main(argv=None):
     q = torch.tensor(QUANTILES, device=device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
+    if a.profile_steps:
+        return profile_steps(a, model, fwd, opt, data, device, q, sync)
     steps_per_epoch = -(-len(data.train_ends) // a.batch_size)
     total_steps = steps_per_epoch * a.epochs
     step_ms, counted, seen_shapes = [], [], set()

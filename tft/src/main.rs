@@ -222,7 +222,8 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// `--profile STEPS`: 3 warm-up steps, then STEPS steps timed phase by phase.
+/// `--profile STEPS`: 3 warm-up steps, then STEPS steps timed phase by phase (the CUDA profiler
+/// range of `ncu --profile-from-start off` covers these steps only).
 fn profile(trainer: &mut Trainer, data: &Dataset, args: &cli::Args, steps: usize) -> Result<()> {
     let mut prof = tft::profile::StepProfile::default();
     let mut warm_up = tft::profile::StepProfile::default();
@@ -232,12 +233,16 @@ fn profile(trainer: &mut Trainer, data: &Dataset, args: &cli::Args, steps: usize
         .take(steps + 3)
         .collect();
     for (i, ends) in batches.iter().enumerate() {
+        if i == 3 {
+            tft::profile::cuda_profiler_range(&trainer.device, true)?;
+        }
         let p = if i < 3 { &mut warm_up } else { &mut prof };
         let loss = p.step(trainer, data, ends)?;
         if !loss.is_finite() {
             bail!("non-finite loss at profiled step {i}");
         }
     }
+    tft::profile::cuda_profiler_range(&trainer.device, false)?;
     println!(
         "profile: {steps} steps of batch {} after 3 warm-up steps; device synchronized at each phase boundary",
         args.batch_size

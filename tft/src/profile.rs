@@ -1,7 +1,9 @@
 //! Where a training step goes: `tft --profile STEPS` splits each step into data, forward,
 //! backward and optimizer, and reports per phase the wall time (the device is synchronized at
-//! every phase boundary, so the GPU's work is charged to the phase that queued it), the tensors
-//! candle created (one per op result or view) and the host heap allocations.
+//! every phase boundary, so the GPU's work is charged to the phase that queued it), the host time
+//! spent queueing it (before that synchronization: close to the wall time when the host, not the
+//! GPU, bounds the phase), the tensors candle created (one per op result or view) and the host
+//! heap allocations.
 
 use crate::data::Dataset;
 use crate::loss::quantile_loss;
@@ -61,6 +63,7 @@ pub const PHASES: [&str; 4] = ["data", "forward", "backward", "optimizer"];
 #[derive(Debug, Default)]
 pub struct StepProfile {
     ms: [Vec<f64>; 4],
+    queued_ms: [Vec<f64>; 4],
     tensors: [u64; 4],
     allocs: [u64; 4],
     steps: u64,
@@ -86,6 +89,7 @@ impl Mark {
 
 impl StepProfile {
     fn lap(&mut self, phase: usize, dev: &Device, from: Mark) -> Result<Mark> {
+        self.queued_ms[phase].push(from.t.elapsed().as_secs_f64() * 1e3);
         dev.synchronize()?;
         let ms = from.t.elapsed().as_secs_f64() * 1e3;
         let to = Mark::now()?;
@@ -114,23 +118,30 @@ impl StepProfile {
         Ok(loss.to_scalar::<f32>()?)
     }
 
-    /// A table: per phase the median and mean ms, tensors and host allocations per step.
+    /// A table: per phase the median and mean ms, the median ms queueing it, tensors and host allocations per step.
     pub fn report(&self) -> String {
         let per_step = |x: u64| x as f64 / self.steps.max(1) as f64;
         let mut s = format!(
-            "{:<10} {:>10} {:>10} {:>14} {:>14}\n",
-            "phase", "median ms", "mean ms", "tensors/step", "host allocs"
+            "{:<10} {:>10} {:>10} {:>10} {:>14} {:>14}\n",
+            "phase", "median ms", "mean ms", "queued ms", "tensors/step", "host allocs"
         );
-        let (mut med_sum, mut mean_sum, mut t_sum, mut a_sum) = (0.0, 0.0, 0.0, 0.0);
+        let (mut med_sum, mut mean_sum, mut q_sum, mut t_sum, mut a_sum) =
+            (0.0, 0.0, 0.0, 0.0, 0.0);
         for (i, name) in PHASES.iter().enumerate() {
             let (med, mean) = median_mean(&self.ms[i]);
+            let (q, _) = median_mean(&self.queued_ms[i]);
             let (t, a) = (per_step(self.tensors[i]), per_step(self.allocs[i]));
-            s += &format!("{name:<10} {med:>10.2} {mean:>10.2} {t:>14.0} {a:>14.0}\n");
-            (med_sum, mean_sum, t_sum, a_sum) =
-                (med_sum + med, mean_sum + mean, t_sum + t, a_sum + a);
+            s += &format!("{name:<10} {med:>10.2} {mean:>10.2} {q:>10.2} {t:>14.0} {a:>14.0}\n");
+            (med_sum, mean_sum, q_sum, t_sum, a_sum) = (
+                med_sum + med,
+                mean_sum + mean,
+                q_sum + q,
+                t_sum + t,
+                a_sum + a,
+            );
         }
         s += &format!(
-            "{:<10} {med_sum:>10.2} {mean_sum:>10.2} {t_sum:>14.0} {a_sum:>14.0}\n",
+            "{:<10} {med_sum:>10.2} {mean_sum:>10.2} {q_sum:>10.2} {t_sum:>14.0} {a_sum:>14.0}\n",
             "step"
         );
         s
@@ -145,4 +156,32 @@ fn median_mean(v: &[f64]) -> (f64, f64) {
     let mut s = v.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));
     (s[s.len() / 2], s.iter().sum::<f64>() / s.len() as f64)
+}
+
+/// Marks the profiled steps for a CUDA profiler started with `--profile-from-start off`
+/// (`ncu`, `nsys`): `cuProfilerStart`/`cuProfilerStop`; no-ops without a profiler attached.
+#[cfg(feature = "cuda")]
+pub fn cuda_profiler_range(dev: &Device, start: bool) -> Result<()> {
+    use candle_core::cuda_backend::cudarc::driver::{result::DriverError, sys};
+    if !dev.is_cuda() {
+        return Ok(());
+    }
+    dev.synchronize()?;
+    // SAFETY: neither call takes arguments; the device's context is current after `synchronize`.
+    let r = unsafe {
+        if start {
+            sys::cuProfilerStart()
+        } else {
+            sys::cuProfilerStop()
+        }
+    };
+    r.result().map_err(|e: DriverError| {
+        anyhow::anyhow!("cuProfiler{}: {e}", if start { "Start" } else { "Stop" })
+    })
+}
+
+/// Without CUDA there is no profiler range to mark.
+#[cfg(not(feature = "cuda"))]
+pub fn cuda_profiler_range(_dev: &Device, _start: bool) -> Result<()> {
+    Ok(())
 }
