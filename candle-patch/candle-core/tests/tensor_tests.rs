@@ -298,6 +298,63 @@ fn unary_op(device: &Device) -> Result<()> {
     Ok(())
 }
 
+// An operand broadcast from these shapes to [4, 5, 6], on either side of a sub: most are a
+// contiguous block repeated (the CUDA kernels index it without a loop over the dims), [4, 1, 6]
+// and a transposed operand are not.
+fn binary_broadcast_blocks(device: &Device) -> Result<()> {
+    let dims = [4usize, 5, 6];
+    let full_data: Vec<f32> = (0..120).map(|i| i as f32).collect();
+    let full = Tensor::from_vec(full_data.clone(), &dims[..], device)?;
+    let shapes: [&[usize]; 9] = [
+        &[6],
+        &[5, 1],
+        &[4, 1, 1],
+        &[1, 5, 6],
+        &[4, 5, 1],
+        &[4, 1, 6],
+        &[1, 5, 1],
+        &[1, 1, 1],
+        &[4, 5, 6],
+    ];
+    for shape in shapes {
+        let k: usize = shape.iter().product();
+        let data: Vec<f32> = (0..k).map(|i| 1000. * (i + 1) as f32).collect();
+        let small = Tensor::from_vec(data.clone(), shape, device)?;
+        let pad = dims.len() - shape.len();
+        let small_index = |i: usize| {
+            let coords = [i / 30, (i / 6) % 5, i % 6];
+            (0..dims.len()).fold(0, |o, d| {
+                let size = if d < pad { 1 } else { shape[d - pad] };
+                o * size + if size == 1 { 0 } else { coords[d] }
+            })
+        };
+        let want: Vec<f32> = (0..120)
+            .map(|i| full_data[i] - data[small_index(i)])
+            .collect();
+        let got = full
+            .broadcast_sub(&small)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        assert_eq!(got, want, "full - {shape:?}");
+        let want: Vec<f32> = (0..120)
+            .map(|i| data[small_index(i)] - full_data[i])
+            .collect();
+        let got = small
+            .broadcast_sub(&full)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        assert_eq!(got, want, "{shape:?} - full");
+    }
+    let t_data: Vec<f32> = (0..30).map(|i| 1000. * i as f32).collect();
+    let t = Tensor::from_vec(t_data.clone(), (6, 5), device)?.t()?;
+    let want: Vec<f32> = (0..120)
+        .map(|i| full_data[i] - t_data[(i % 6) * 5 + (i / 6) % 5])
+        .collect();
+    let got = full.broadcast_sub(&t)?.flatten_all()?.to_vec1::<f32>()?;
+    assert_eq!(got, want, "full - transposed");
+    Ok(())
+}
+
 fn binary_op(device: &Device) -> Result<()> {
     let data = &[[3f32, 1., 4., 1., 5.], [2., 1., 7., 8., 2.]];
     let tensor1 = Tensor::new(data, device)?;
@@ -388,6 +445,65 @@ fn sum_dims(device: &Device) -> Result<()> {
         let got = tensor.sum_keepdim(reduced.as_slice())?;
         assert_eq!(got.dims(), out_dims.as_slice(), "{reduced:?}");
         assert_eq!(got.flatten_all()?.to_vec1::<i64>()?, want, "{reduced:?}");
+    }
+    Ok(())
+}
+
+// Few outputs and many rows to sum, or many outputs of a few elements each: on CUDA, sums
+// over a run of dims of a contiguous tensor add the rows in chunks, then add the partial sums.
+fn sum_dims_chunked(device: &Device) -> Result<()> {
+    let cases: [(&[usize], &[usize]); 7] = [
+        (&[2, 9000, 3], &[1]),
+        (&[2, 9000, 3], &[0, 1]),
+        (&[20000, 5], &[0]),
+        (&[300, 2, 40], &[0]),
+        (&[40000, 1, 3], &[0, 1]),
+        (&[50000, 4], &[1]),
+        (&[2, 80, 3], &[1]),
+    ];
+    for (dims, sum_dims) in cases {
+        let n: usize = dims.iter().product();
+        // Small integers: every dtype below holds these sums exactly, in any order of additions.
+        let data: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 4).collect();
+        let out_dims: Vec<usize> = (0..dims.len())
+            .map(|d| if sum_dims.contains(&d) { 1 } else { dims[d] })
+            .collect();
+        let mut want = vec![0i64; out_dims.iter().product()];
+        for (i, v) in data.iter().enumerate() {
+            let (mut rest, mut o) = (i, 0);
+            for d in 0..dims.len() {
+                let stride: usize = dims[d + 1..].iter().product();
+                let idx = if sum_dims.contains(&d) {
+                    0
+                } else {
+                    rest / stride
+                };
+                rest %= stride;
+                o = o * out_dims[d] + idx;
+            }
+            want[o] += v;
+        }
+        let tensor = Tensor::from_vec(data, dims, device)?;
+        let got = tensor.sum_keepdim(sum_dims)?;
+        assert_eq!(got.dims(), out_dims.as_slice(), "{dims:?} {sum_dims:?}");
+        assert_eq!(
+            got.flatten_all()?.to_vec1::<i64>()?,
+            want,
+            "{dims:?} {sum_dims:?}"
+        );
+        let want: Vec<f32> = want.iter().map(|&v| v as f32).collect();
+        let mut dtypes = vec![DType::F32];
+        if want.iter().all(|v| v.abs() <= 256.) {
+            dtypes.extend([DType::F16, DType::BF16]);
+        }
+        for dtype in dtypes {
+            let got = tensor
+                .to_dtype(DType::F32)?
+                .to_dtype(dtype)?
+                .sum_keepdim(sum_dims)?;
+            let got = got.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+            assert_eq!(got, want, "{dims:?} {sum_dims:?} {dtype:?}");
+        }
     }
     Ok(())
 }
@@ -1693,6 +1809,12 @@ test_device!(slice_set, ss_cpu, ss_gpu, ss_metal);
 test_device!(cat, cat_cpu, cat_gpu, cat_metal);
 test_device!(sum, sum_cpu, sum_gpu, sum_metal);
 test_device!(sum_dims, sum_dims_cpu, sum_dims_gpu, sum_dims_metal);
+test_device!(
+    sum_dims_chunked,
+    sum_dims_chunked_cpu,
+    sum_dims_chunked_gpu,
+    sum_dims_chunked_metal
+);
 test_device!(min, min_cpu, min_gpu, min_metal);
 test_device!(max, max_cpu, max_gpu, max_metal);
 test_device!(argmax, argmax_cpu, argmax_gpu, argmax_metal);
@@ -1700,6 +1822,12 @@ test_device!(argmin, argmin_cpu, argmin_gpu, argmin_metal);
 test_device!(transpose, transpose_cpu, transpose_gpu, transpose_metal);
 test_device!(unary_op, unary_op_cpu, unary_op_gpu, unary_op_metal);
 test_device!(binary_op, binary_op_cpu, binary_op_gpu, binary_op_metal);
+test_device!(
+    binary_broadcast_blocks,
+    binary_broadcast_blocks_cpu,
+    binary_broadcast_blocks_gpu,
+    binary_broadcast_blocks_metal
+);
 test_device!(embeddings, embeddings_cpu, embeddings_gpu, embeddings_metal);
 test_device!(cmp, cmp_cpu, cmp_gpu, cmp_metal);
 test_device!(

@@ -1,5 +1,27 @@
 #include "cuda_utils.cuh"
 
+// Whether `strides` make an operand a contiguous block of `len` elements, each element repeated
+// `rep` times in a row and the block repeated over the leading dims (strides 0 outside the
+// block): a bias broadcast over rows (rep 1) or a per-row value broadcast over a row (len the
+// rows). Its element for output index i is then (i / rep) % len, with no loop over the dims.
+__device__ __forceinline__ bool broadcast_block(
+    const size_t num_dims,
+    const size_t *dims,
+    const size_t *strides,
+    unsigned int &rep,
+    unsigned int &len
+) {
+    rep = 1;
+    len = 1;
+    int d = num_dims - 1;
+    for (; d >= 0 && (dims[d] == 1 || strides[d] == 0); d--) rep *= dims[d];
+    for (; d >= 0 && (dims[d] == 1 || strides[d] == len); d--) len *= dims[d];
+    for (; d >= 0; d--) {
+        if (dims[d] != 1 && strides[d] != 0) return false;
+    }
+    return true;
+}
+
 #define BINARY_OP_OUT(TYPENAME, OUT_TYPENAME, FN_NAME, FUNC) \
 extern "C" __global__ void FN_NAME( \
     const size_t numel, \
@@ -14,9 +36,22 @@ extern "C" __global__ void FN_NAME( \
     const size_t *rhs_strides = dims_and_strides + 2 * num_dims; \
     bool lhs_cont = dims_and_strides == nullptr || is_contiguous(num_dims, dims, lhs_strides); \
     bool rhs_cont = dims_and_strides == nullptr || is_contiguous(num_dims, dims, rhs_strides); \
+    unsigned int rep, len; \
     if (lhs_cont && rhs_cont) { \
         for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \
             TYPENAME x = lhs[i]; \
+            TYPENAME y = rhs[i]; \
+            out[i] = FUNC; \
+        } \
+    } else if (lhs_cont && broadcast_block(num_dims, dims, rhs_strides, rep, len)) { \
+        for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \
+            TYPENAME x = lhs[i]; \
+            TYPENAME y = rhs[(i / rep) % len]; \
+            out[i] = FUNC; \
+        } \
+    } else if (rhs_cont && broadcast_block(num_dims, dims, lhs_strides, rep, len)) { \
+        for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \
+            TYPENAME x = lhs[(i / rep) % len]; \
             TYPENAME y = rhs[i]; \
             out[i] = FUNC; \
         } \

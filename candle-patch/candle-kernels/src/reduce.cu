@@ -50,6 +50,37 @@ fast_sum(const size_t src_numel, const size_t el_to_sum_per_block,
     dst[dst_id] = shr[0];
 }
 
+// Sum over the middle dim of a contiguous [outer, red, inner] source: the reduced dims are one
+// run of consecutive dims. One thread per output (o, i), so consecutive threads read consecutive
+// columns; the sum is accumulated in A (f32 for f16/bf16). Block row y adds source rows
+// [y * chunk, (y + 1) * chunk) and writes to dst[y * outer * inner + ..]: with gridDim.y > 1
+// these are partial sums, added by a further launch over [1, gridDim.y, outer * inner].
+template <typename T, typename A>
+__device__ void fast_sum_cols(const size_t outer, const size_t red, const size_t inner,
+                              const size_t chunk, const T *src, T *dst) {
+  const size_t n = outer * inner;
+  const size_t r0 = blockIdx.y * chunk;
+  const size_t r1 = min(r0 + chunk, red);
+  for (size_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n;
+       j += (size_t)blockDim.x * gridDim.x) {
+    const size_t o = j / inner;
+    const T *p = src + (o * red + r0) * inner + (j - o * inner);
+    A acc = 0;
+#pragma unroll 4
+    for (size_t r = r0; r < r1; ++r, p += inner) {
+      acc += static_cast<A>(*p);
+    }
+    dst[blockIdx.y * n + j] = static_cast<T>(acc);
+  }
+}
+
+#define SUM_COLS_OP(TYPENAME, ACC, FN_NAME)                                    \
+  extern "C" __global__ void FN_NAME(                                          \
+      const size_t outer, const size_t red, const size_t inner,               \
+      const size_t chunk, const TYPENAME *src, TYPENAME *dst) {                \
+    fast_sum_cols<TYPENAME, ACC>(outer, red, inner, chunk, src, dst);          \
+  }
+
 static __device__ __forceinline__ float2 warp_reduce_sum(float2 a) {
 #pragma unroll
     for (int mask = 16; mask > 0; mask >>= 1) {
@@ -523,6 +554,7 @@ RMSNORM_OP(__nv_bfloat16, rmsnorm_bf16)
 ROPE_OP(__nv_bfloat16, rope_bf16, rope_i_bf16, rope_thd_bf16)
 SUM_OP(__nv_bfloat16, sum_bf16)
 FAST_OP(__nv_bfloat16, fast_min_bf16, fast_max_bf16, fast_argmin_bf16, fast_argmax_bf16, fast_sum_bf16)
+SUM_COLS_OP(__nv_bfloat16, float, fast_sum_cols_bf16)
 
 // NOTE: No reduce ops for f8
 // SUM_OP(__nv_fp8_e4m3, sum_fp8_e4m3)
@@ -538,6 +570,7 @@ RMSNORM_OP(__half, rmsnorm_f16)
 ROPE_OP(__half, rope_f16, rope_i_f16, rope_thd_f16)
 SUM_OP(__half, sum_f16)
 FAST_OP(__half, fast_min_f16, fast_max_f16, fast_argmin_f16, fast_argmax_f16, fast_sum_f16)
+SUM_COLS_OP(__half, float, fast_sum_cols_f16)
 #endif
 
 SUM_OP(float, sum_f32)
@@ -555,3 +588,8 @@ FAST_OP(double, fast_min_f64, fast_max_f64, fast_argmin_f64, fast_argmax_f64, fa
 FAST_OP(uint32_t, fast_min_u32, fast_max_u32, fast_argmin_u32, fast_argmax_u32, fast_sum_u32)
 FAST_OP(int64_t, fast_min_i64, fast_max_i64, fast_argmin_i64, fast_argmax_i64, fast_sum_i64)
 FAST_OP(uint8_t, fast_min_u8, fast_max_u8, fast_argmin_u8, fast_argmax_u8, fast_sum_u8)
+SUM_COLS_OP(float, float, fast_sum_cols_f32)
+SUM_COLS_OP(double, double, fast_sum_cols_f64)
+SUM_COLS_OP(uint32_t, uint32_t, fast_sum_cols_u32)
+SUM_COLS_OP(int64_t, int64_t, fast_sum_cols_i64)
+SUM_COLS_OP(uint8_t, uint8_t, fast_sum_cols_u8)

@@ -283,6 +283,68 @@ impl Map1 for Powf {
     }
 }
 
+/// When `layout` is contiguous and `sum_dims` are one run of consecutive dims, the sizes
+/// `(outer, red, inner)` of the `[outer, red, inner]` view of the source that they reduce.
+fn reduced_run(layout: &Layout, sum_dims: &[usize]) -> Option<(usize, usize, usize)> {
+    let (lo, hi) = (*sum_dims.iter().min()?, *sum_dims.iter().max()?);
+    if !layout.is_contiguous() || hi - lo + 1 != sum_dims.len() {
+        return None;
+    }
+    let dims = layout.dims();
+    let outer = dims[..lo].iter().product();
+    let red = dims[lo..=hi].iter().product();
+    let inner = dims[hi + 1..].iter().product();
+    Some((outer, red, inner))
+}
+
+/// Sums the contiguous `[outer, red, inner]` source over its middle dim with `fast_sum_cols`.
+/// When there are too few outputs to fill the device, each launch adds chunks of rows into
+/// partial sums, a `[chunks, outer * inner]` tensor that the next launch sums the same way.
+fn sum_cols<T: DeviceRepr + WithDType + ValidAsZeroBits>(
+    src: &cudarc::driver::CudaView<'_, T>,
+    dev: &CudaDevice,
+    outer: usize,
+    red: usize,
+    inner: usize,
+) -> Result<CudaSlice<T>> {
+    const BLOCK: usize = 256;
+    // Threads to keep a large GPU busy, and the fewest rows worth a thread.
+    const TARGET_THREADS: usize = 1 << 18;
+    const MIN_ROWS: usize = 64;
+    let func = dev.get_or_load_func(&kernel_name::<T>("fast_sum_cols"), &kernels::REDUCE)?;
+    let n = outer * inner;
+    let (mut outer, mut red, mut inner) = (outer, red, inner);
+    let mut partials: Option<CudaSlice<T>> = None;
+    loop {
+        let chunks = (TARGET_THREADS / n).clamp(1, red.div_ceil(MIN_ROWS).clamp(1, 65535));
+        let chunk = red.div_ceil(chunks);
+        let chunks = red.div_ceil(chunk);
+        // SAFETY: filled in by the follow up kernel.
+        let out = unsafe { dev.alloc::<T>(chunks * n)? };
+        let cfg = LaunchConfig {
+            grid_dim: (n.div_ceil(BLOCK).min(1 << 20) as u32, chunks as u32, 1),
+            block_dim: (BLOCK as u32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        {
+            let mut builder = func.builder();
+            barg!(builder, outer, red, inner, chunk);
+            match &partials {
+                Some(p) => builder.arg(p),
+                None => builder.arg(src),
+            };
+            builder.arg(&out);
+            // SAFETY: ffi.
+            unsafe { builder.launch(cfg) }.w()?;
+        }
+        if chunks == 1 {
+            return Ok(out);
+        }
+        (outer, red, inner) = (1, chunks, n);
+        partials = Some(out);
+    }
+}
+
 struct FastReduce<'a>(&'a [usize], ReduceOp);
 impl Map1Any for FastReduce<'_> {
     fn f<T: DeviceRepr + WithDType + ValidAsZeroBits, W: Fn(CudaSlice<T>) -> S>(
@@ -295,6 +357,14 @@ impl Map1Any for FastReduce<'_> {
         let src_stride = layout.stride();
         let src_dims = layout.shape().dims();
         let src_el: usize = src_dims.iter().product();
+        if let (ReduceOp::Sum, Some((outer, red, inner))) = (self.1, reduced_run(layout, self.0)) {
+            // The kernel below runs one block per output: slow when the summed elements are
+            // strided (inner > 1) or few per output.
+            if src_el > 0 && (inner > 1 || red <= 32) {
+                let src = src.slice(layout.start_offset()..);
+                return Ok(wrap(sum_cols(&src, dev, outer, red, inner)?));
+            }
+        }
         // Source dims and strides with the sum dims at the end.
         let mut dims = vec![];
         let mut stride = vec![];
