@@ -60,9 +60,9 @@ extern "C" __global__ void FN_NAME( \
             unsigned int tmp_i = i; \
             unsigned int rhs_i = 0; \
             for (int d = num_dims - 1; d >= 0; d--) { \
-                unsigned int i_dim = tmp_i % dims[d]; \
+                unsigned int i_dim = tmp_i % (unsigned int)dims[d]; \
                 rhs_i += i_dim * rhs_strides[d]; \
-                tmp_i /= dims[d]; \
+                tmp_i /= (unsigned int)dims[d]; \
             } \
             TYPENAME x = lhs[i]; \
             TYPENAME y = rhs[rhs_i]; \
@@ -73,9 +73,9 @@ extern "C" __global__ void FN_NAME( \
             unsigned int tmp_i = i; \
             unsigned int lhs_i = 0; \
             for (int d = num_dims - 1; d >= 0; d--) { \
-                unsigned int i_dim = tmp_i % dims[d]; \
+                unsigned int i_dim = tmp_i % (unsigned int)dims[d]; \
                 lhs_i += i_dim * lhs_strides[d]; \
-                tmp_i /= dims[d]; \
+                tmp_i /= (unsigned int)dims[d]; \
             } \
             TYPENAME x = lhs[lhs_i]; \
             TYPENAME y = rhs[i]; \
@@ -87,10 +87,10 @@ extern "C" __global__ void FN_NAME( \
             unsigned int lhs_i = 0; \
             unsigned int rhs_i = 0; \
             for (int d = num_dims - 1; d >= 0; d--) { \
-                unsigned int i_dim = tmp_i % dims[d]; \
+                unsigned int i_dim = tmp_i % (unsigned int)dims[d]; \
                 lhs_i += i_dim * lhs_strides[d]; \
                 rhs_i += i_dim * rhs_strides[d]; \
-                tmp_i /= dims[d]; \
+                tmp_i /= (unsigned int)dims[d]; \
             } \
             TYPENAME x = lhs[lhs_i]; \
             TYPENAME y = rhs[rhs_i]; \

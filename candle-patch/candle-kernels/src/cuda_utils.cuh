@@ -31,8 +31,10 @@ __device__ unsigned int get_strided_index(
     unsigned int strided_i = 0;
     for (unsigned int d = 0; d < num_dims; d++) {
         unsigned int dim_idx = num_dims - 1 - d;
-        strided_i += (idx % dims[dim_idx]) * strides[dim_idx];
-        idx /= dims[dim_idx];
+        // idx is 32-bit, so is each dim: a 32-bit division, not an emulated 64-bit one.
+        unsigned int dim = dims[dim_idx];
+        strided_i += (idx % dim) * strides[dim_idx];
+        idx /= dim;
     }
     return strided_i;
 }
