@@ -28,7 +28,7 @@ collect() { # prefix, cargo args...
 }
 # Vendored candle tests (upstream style, test_device! _gpu variants).
 collect candle-nn test --release --no-run --manifest-path candle-patch/Cargo.toml -p candle-nn --features cuda --test ops --test layer_norm --test optim --test rnn --test fused_grads
-collect candle-core test --release --no-run --manifest-path candle-patch/Cargo.toml -p candle-core --features cuda --test grad_tests --test cuda_pool_tests --test cuda_device_tests
+collect candle-core test --release --no-run --manifest-path candle-patch/Cargo.toml -p candle-core --features cuda --test grad_tests --test cuda_pool_tests --test cuda_device_tests --test tensor_tests
 # Our crates.
 collect shim test --release --no-run -p candle-layer-norm-compat --features kernel,cuda --test kernel --test composite
 collect shim build --release -p candle-layer-norm-compat --features kernel,cuda --example ab_bench

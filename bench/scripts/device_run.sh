@@ -69,6 +69,8 @@ if has sanitizer; then
     step "$tool-candle-nn-fused_grads" 300 compute-sanitizer --tool "$tool" --error-exitcode 1 "$B/candle-nn-fused_grads" --test-threads=1 _gpu
     step "$tool-candle-nn-ops" 200 compute-sanitizer --tool "$tool" --error-exitcode 1 "$B/candle-nn-ops" --test-threads=1 ln_ lno_
   done
+  # candle-core's column sum and broadcast-block binary kernels (no shared memory: memcheck).
+  [ -x "$B/candle-core-tensor_tests" ] && step memcheck-candle-core-tensor_tests 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/candle-core-tensor_tests" --test-threads=1 sum_dims binary_broadcast
   # The fused AdamW and LSTM-cell kernels (no shared memory: memcheck only).
   for t in optim rnn; do
     [ -x "$B/candle-nn-$t" ] && step "memcheck-candle-nn-$t" 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/candle-nn-$t" --test-threads=1 _gpu
