@@ -9,6 +9,7 @@
 #   numerics:  only the f64 PyTorch numerics check (part of bench too)
 #   profile:   the TFT step phase by phase (tft --profile), 3-epoch runs, the PyTorch twin
 #   paper:     the same at the paper-scale preset on the synthetic panel, with the twin
+#   ops:       time per call of the ops the step profile points at (op_overhead)
 #   diag:      where the step goes on the device: tft --profile, ncu by kernel, the twin's profiler
 #   pool:      the autograd breakdown at 4096x4096 with freed memory kept and released
 #   memory:    pool memory held after backward() through 8 layer norms and its peak, fused vs
@@ -147,6 +148,9 @@ if has paper && [ -x "$B/tft-bin-tft" ]; then
       step tft-torch-paper-compile 400 python3 "${T[@]}" --compile
     fi
   fi
+fi
+if has ops && [ -x "$B/bench-bin-op_overhead" ]; then
+  step op-overhead 120 "$B/bench-bin-op_overhead" --device cuda
 fi
 if has diag && [ -x "$B/tft-bin-tft" ]; then
   # Where the step's time goes on the device: ours (tft --profile: wall vs host-queued time;
