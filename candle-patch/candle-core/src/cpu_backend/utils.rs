@@ -109,6 +109,31 @@ pub trait Map2U8 {
     }
 }
 
+/// `f(x, y)` over the contiguous `xs`, `y` running over `block` with each of its elements
+/// repeated `rep` times in a row and the block repeated to the end: chunk by chunk, so that the
+/// loops have no index arithmetic or branches per element and can be vectorized.
+fn broadcast_block_map<T: Copy, U: Copy, F: FnMut(T, T) -> U>(
+    xs: &[T],
+    block: &[T],
+    rep: usize,
+    mut f: F,
+) -> Vec<U> {
+    let mut ys = Vec::with_capacity(xs.len());
+    if xs.is_empty() {
+        return ys;
+    }
+    if rep == 1 {
+        for xs in xs.chunks(block.len()) {
+            ys.extend(xs.iter().zip(block).map(|(&x, &y)| f(x, y)));
+        }
+    } else {
+        for (xs, &y) in xs.chunks(rep).zip(block.iter().cycle()) {
+            ys.extend(xs.iter().map(|&x| f(x, y)));
+        }
+    }
+    ys
+}
+
 pub fn binary_map<T: Copy, U: Copy, F: FnMut(T, T) -> U>(
     lhs_l: &Layout,
     rhs_l: &Layout,
@@ -125,25 +150,12 @@ pub fn binary_map<T: Copy, U: Copy, F: FnMut(T, T) -> U>(
         (Some((o_l1, o_l2)), None) => {
             // TODO: Maybe we want to avoid going through the layout twice.
             match rhs_l.offsets_b() {
-                Some(ob) => {
-                    let mut i_in_block = 0;
-                    let mut i_right_broadcast = 0;
-                    lhs[o_l1..o_l2]
-                        .iter()
-                        .map(|&l| {
-                            let r = unsafe { rhs.get_unchecked(i_in_block + ob.start) };
-                            i_right_broadcast += 1;
-                            if i_right_broadcast >= ob.right_broadcast {
-                                i_in_block += 1;
-                                i_right_broadcast = 0;
-                            }
-                            if i_in_block >= ob.len {
-                                i_in_block = 0
-                            }
-                            f(l, *r)
-                        })
-                        .collect()
-                }
+                Some(ob) => broadcast_block_map(
+                    &lhs[o_l1..o_l2],
+                    &rhs[ob.start..ob.start + ob.len],
+                    ob.right_broadcast,
+                    f,
+                ),
                 None => lhs_l
                     .strided_index()
                     .zip(rhs_l.strided_index())
@@ -155,23 +167,8 @@ pub fn binary_map<T: Copy, U: Copy, F: FnMut(T, T) -> U>(
             // TODO: Maybe we want to avoid going through the layout twice.
             match lhs_l.offsets_b() {
                 Some(ob) => {
-                    let mut i_in_block = 0;
-                    let mut i_right_broadcast = 0;
-                    rhs[o_r1..o_r2]
-                        .iter()
-                        .map(|&r| {
-                            let l = unsafe { lhs.get_unchecked(i_in_block + ob.start) };
-                            i_right_broadcast += 1;
-                            if i_right_broadcast >= ob.right_broadcast {
-                                i_in_block += 1;
-                                i_right_broadcast = 0;
-                            }
-                            if i_in_block >= ob.len {
-                                i_in_block = 0
-                            }
-                            f(*l, r)
-                        })
-                        .collect()
+                    let lhs = &lhs[ob.start..ob.start + ob.len];
+                    broadcast_block_map(&rhs[o_r1..o_r2], lhs, ob.right_broadcast, |r, l| f(l, r))
                 }
                 None => lhs_l
                     .strided_index()

@@ -49,7 +49,14 @@ pub struct CudaDevice {
     stream: Arc<cudarc::driver::CudaStream>,
     pub(crate) blas: Arc<cudarc::cublas::CudaBlas>,
     curand: Arc<Mutex<CudaRng>>,
+    layout_params: Arc<Mutex<LayoutParams>>,
 }
+
+/// Dims and strides uploaded for strided kernels, by value.
+type LayoutParams = HashMap<Vec<usize>, Arc<cudarc::driver::CudaSlice<usize>>>;
+
+/// Distinct layouts kept on the device before the cache starts over.
+const LAYOUT_PARAMS_KEPT: usize = 4096;
 
 impl std::fmt::Debug for CudaDevice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -112,6 +119,23 @@ impl CudaDevice {
         src: &Src,
     ) -> Result<cudarc::driver::CudaSlice<T>> {
         self.stream.memcpy_stod(src).w()
+    }
+
+    /// `params` (the dims and strides of a strided kernel) on the device. Each distinct value
+    /// is uploaded once and kept: a training loop launches the same layouts at every step, and
+    /// an upload costs an allocation, a host-to-device copy and a free.
+    pub fn layout_params(&self, params: &[usize]) -> Result<Arc<cudarc::driver::CudaSlice<usize>>> {
+        let mut kept = self.layout_params.lock().unwrap();
+        if let Some(p) = kept.get(params) {
+            return Ok(p.clone());
+        }
+        if kept.len() >= LAYOUT_PARAMS_KEPT {
+            // Frees are ordered on the stream after the kernels that read these.
+            kept.clear();
+        }
+        let p = Arc::new(self.memcpy_stod(params)?);
+        kept.insert(params.to_vec(), p.clone());
+        Ok(p)
     }
 }
 
@@ -470,6 +494,7 @@ impl CudaDevice {
             curand: Arc::new(Mutex::new(CudaRng(curand))),
             modules: Arc::new(std::sync::RwLock::new(module_store)),
             custom_modules: Arc::new(std::sync::RwLock::new(HashMap::new())),
+            layout_params: Arc::new(Mutex::new(HashMap::new())),
         })
     }
 }
@@ -504,6 +529,7 @@ impl BackendDevice for CudaDevice {
             curand: Arc::new(Mutex::new(CudaRng(curand))),
             modules: Arc::new(std::sync::RwLock::new(module_store)),
             custom_modules: Arc::new(std::sync::RwLock::new(HashMap::new())),
+            layout_params: Arc::new(Mutex::new(HashMap::new())),
         })
     }
 

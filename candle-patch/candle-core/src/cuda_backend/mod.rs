@@ -23,6 +23,8 @@ pub use utils::{Map1, Map1Any, Map2, Map2Any, Map2InPlace, Map3, S};
 
 pub enum SlicePtrOrNull<T> {
     Ptr(CudaSlice<T>),
+    /// Kept on the device by [`CudaDevice::layout_params`].
+    Shared(std::sync::Arc<CudaSlice<T>>),
     Null,
 }
 
@@ -30,6 +32,7 @@ impl<T: DeviceRepr> SlicePtrOrNull<T> {
     pub fn builder_arg<'a, 'b: 'a>(&'b self, builder: &mut cudarc::driver::LaunchArgs<'a>) {
         match self {
             SlicePtrOrNull::Ptr(slice) => builder.arg(slice),
+            SlicePtrOrNull::Shared(slice) => builder.arg(slice.as_ref()),
             SlicePtrOrNull::Null => builder.arg(&0usize),
         };
     }
@@ -51,12 +54,30 @@ impl crate::scalar::Scalar {
     }
 }
 
+/// Blocks of a grid-stride elementwise kernel over a strided layout, at most: 1M threads, more
+/// than a GPU keeps resident (an H100 or H200: 270K).
+const STRIDED_BLOCKS: u32 = 1024;
+
+impl<T> SlicePtrOrNull<T> {
+    /// The launch config of an elementwise kernel over `numel` elements with these layout
+    /// params: a thread per element when contiguous. On a strided layout each thread first
+    /// reads the dims and strides from device memory, so fewer blocks, each thread covering
+    /// several elements, share that read.
+    pub fn launch_config(&self, numel: usize) -> LaunchConfig {
+        let mut cfg = LaunchConfig::for_num_elems(numel as u32);
+        if !matches!(self, SlicePtrOrNull::Null) {
+            cfg.grid_dim.0 = cfg.grid_dim.0.min(STRIDED_BLOCKS);
+        }
+        cfg
+    }
+}
+
 impl SlicePtrOrNull<usize> {
     pub fn params_from_layout(dev: &CudaDevice, l: &Layout) -> Result<Self> {
         let ds = if l.is_contiguous() {
             SlicePtrOrNull::Null
         } else {
-            SlicePtrOrNull::Ptr(dev.memcpy_stod(&[l.dims(), l.stride()].concat())?)
+            SlicePtrOrNull::Shared(dev.layout_params(&[l.dims(), l.stride()].concat())?)
         };
         Ok(ds)
     }
@@ -102,8 +123,8 @@ impl Map1 for Affine {
         let shape = layout.shape();
         let dims = shape.dims();
         let el = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
+        let cfg = ds.launch_config(el);
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>("affine"), &kernels::AFFINE)?;
         // SAFETY: Set later by running the kernel.
@@ -133,8 +154,8 @@ impl Map1 for Elu {
         let shape = layout.shape();
         let dims = shape.dims();
         let el = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
+        let cfg = ds.launch_config(el);
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>("uelu"), &kernels::UNARY)?;
         // SAFETY: Set later by running the kernel.
@@ -264,8 +285,8 @@ impl Map1 for Powf {
         let shape = layout.shape();
         let dims = shape.dims();
         let el = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
+        let cfg = ds.launch_config(el);
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>("upowf"), &kernels::UNARY)?;
         // SAFETY: Set later by running the kernel.
@@ -392,7 +413,7 @@ impl Map1Any for FastReduce<'_> {
             block_dim: (block_dim as u32, 1, 1),
             shared_mem_bytes: 0,
         };
-        let ds = dev.memcpy_stod(&[dims.as_slice(), stride.as_slice()].concat())?;
+        let ds = dev.layout_params(&[dims.as_slice(), stride.as_slice()].concat())?;
         let src = &src.slice(layout.start_offset()..);
         let (name, check_empty, return_index) = match self.1 {
             ReduceOp::Sum => ("fast_sum", false, false),
@@ -412,7 +433,7 @@ impl Map1Any for FastReduce<'_> {
             barg!(builder, src_el);
             barg!(builder, el_to_sum_per_block);
             barg!(builder, src_dims.len());
-            builder.arg(&ds);
+            builder.arg(ds.as_ref());
             builder.arg(src);
             builder.arg(&out);
             // SAFETY: ffi.
@@ -425,7 +446,7 @@ impl Map1Any for FastReduce<'_> {
             barg!(builder, src_el);
             barg!(builder, el_to_sum_per_block);
             barg!(builder, src_dims.len());
-            builder.arg(&ds);
+            builder.arg(ds.as_ref());
             builder.arg(src);
             builder.arg(&out);
             // SAFETY: ffi.
@@ -445,8 +466,8 @@ impl<U: UnaryOpT> Map1 for U {
         let shape = layout.shape();
         let dims = shape.dims();
         let el_count = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el_count as u32);
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
+        let cfg = ds.launch_config(el_count);
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>(U::KERNEL), &kernels::UNARY)?;
         // SAFETY: Set later by running the kernel.
@@ -1077,8 +1098,9 @@ impl Map2 for WhereCond<'_> {
         let dims = shape.dims();
         let el = shape.elem_count();
         let cfg = LaunchConfig::for_num_elems(el as u32);
-        let ds = dev
-            .memcpy_stod(&[dims, ids_l.stride(), layout_t.stride(), layout_f.stride()].concat())?;
+        let ds = dev.layout_params(
+            &[dims, ids_l.stride(), layout_t.stride(), layout_f.stride()].concat(),
+        )?;
         let t = &t.slice(layout_t.start_offset()..);
         let f = &f.slice(layout_f.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>(name), &kernels::TERNARY)?;
@@ -1087,7 +1109,7 @@ impl Map2 for WhereCond<'_> {
         let mut builder = func.builder();
         barg!(builder, el);
         barg!(builder, dims.len());
-        builder.arg(&ds);
+        builder.arg(ds.as_ref());
         barg!(builder, ids);
         builder.arg(t);
         builder.arg(f);
@@ -1110,12 +1132,14 @@ impl<U: crate::op::BinaryOpT> Map2 for U {
         let shape = lhs_l.shape();
         let dims = shape.dims();
         let elem_count = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(elem_count as u32);
         let dims_and_strides = if lhs_l.is_contiguous() && rhs_l.is_contiguous() {
             SlicePtrOrNull::Null
         } else {
-            SlicePtrOrNull::Ptr(dev.memcpy_stod(&[dims, lhs_l.stride(), rhs_l.stride()].concat())?)
+            SlicePtrOrNull::Shared(
+                dev.layout_params(&[dims, lhs_l.stride(), rhs_l.stride()].concat())?,
+            )
         };
+        let cfg = dims_and_strides.launch_config(elem_count);
         let lhs = &lhs.slice(lhs_l.start_offset()..);
         let rhs = &rhs.slice(rhs_l.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>(U::KERNEL), &kernels::BINARY)?;
@@ -1147,12 +1171,14 @@ impl Map2Any for Cmp {
         let shape = lhs_l.shape();
         let dims = shape.dims();
         let elem_count = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(elem_count as u32);
         let dims_and_strides = if lhs_l.is_contiguous() && rhs_l.is_contiguous() {
             SlicePtrOrNull::Null
         } else {
-            SlicePtrOrNull::Ptr(dev.memcpy_stod(&[dims, lhs_l.stride(), rhs_l.stride()].concat())?)
+            SlicePtrOrNull::Shared(
+                dev.layout_params(&[dims, lhs_l.stride(), rhs_l.stride()].concat())?,
+            )
         };
+        let cfg = dims_and_strides.launch_config(elem_count);
         let lhs = &lhs.slice(lhs_l.start_offset()..);
         let rhs = &rhs.slice(rhs_l.start_offset()..);
         let name = match self.0 {
@@ -1404,8 +1430,8 @@ impl BackendStorage for CudaStorage {
         let shape = layout.shape();
         let dims = shape.dims();
         let el_count = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el_count as u32);
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
+        let cfg = ds.launch_config(el_count);
         let src_o = layout.start_offset();
         let ((src, _guard_src), kernel_name) = match &mut self.slice {
             S::U8(s) => (slice_ptr(s, src_o), "const_set_u8"),
@@ -1434,9 +1460,9 @@ impl BackendStorage for CudaStorage {
         let shape = layout.shape();
         let dims = shape.dims();
         let el = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
         let dev = self.device();
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
+        let cfg = ds.launch_config(el);
         let start_o = layout.start_offset();
         // This returns an i64 rather than a &i64, this is useful to get around some temporary
         // lifetime issue and is safe as long as self.slice does not go out of scope before inp
@@ -2156,9 +2182,9 @@ impl BackendStorage for CudaStorage {
         if el_count == 0 {
             return Ok(());
         }
-        let cfg = LaunchConfig::for_num_elems(el_count as u32);
         let dev = &self.device;
         let ds = SlicePtrOrNull::params_from_layout(dev, src_l)?;
+        let cfg = ds.launch_config(el_count);
         match (&self.slice, &mut dst.slice) {
             (CudaStorageSlice::BF16(src), CudaStorageSlice::BF16(dst)) => {
                 let (src, mut dst) = slice_src_and_dst(src, src_l, dst, dst_offset);
