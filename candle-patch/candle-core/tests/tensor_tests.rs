@@ -449,10 +449,13 @@ fn sum_dims(device: &Device) -> Result<()> {
     Ok(())
 }
 
-// Few outputs and many rows to sum, or many outputs of a few elements each: on CUDA, sums
-// over a run of dims of a contiguous tensor add the rows in chunks, then add the partial sums.
+// Few outputs and many rows to sum, long rows, or many outputs of a few elements each: on CUDA,
+// sums over a run of dims of a contiguous tensor add the rows in chunks, then the partial sums.
 fn sum_dims_chunked(device: &Device) -> Result<()> {
-    let cases: [(&[usize], &[usize]); 7] = [
+    let cases: [(&[usize], &[usize]); 10] = [
+        (&[2, 70000], &[1]),
+        (&[131072], &[0]),
+        (&[65537], &[0]),
         (&[2, 9000, 3], &[1]),
         (&[2, 9000, 3], &[0, 1]),
         (&[20000, 5], &[0]),

@@ -385,6 +385,15 @@ impl Map1Any for FastReduce<'_> {
                 let src = src.slice(layout.start_offset()..);
                 return Ok(wrap(sum_cols(&src, dev, outer, red, inner)?));
             }
+            // A few long rows (`sum_all`): the kernel below gives each row one block. Sum each
+            // row as a [red / k, k] matrix over its columns, then the k column sums.
+            if src_el > 0 && outer < 1024 && red >= 1 << 16 {
+                if let Some(k) = (16..=1024).rev().find(|k| red % k == 0) {
+                    let src = src.slice(layout.start_offset()..);
+                    let cols = sum_cols(&src, dev, outer, red / k, k)?;
+                    return Ok(wrap(sum_cols(&cols.slice(..), dev, outer, k, 1)?));
+                }
+            }
         }
         // Source dims and strides with the sum dims at the end.
         let mut dims = vec![];
