@@ -35,6 +35,7 @@ collect shim build --release -p candle-layer-norm-compat --features kernel,cuda 
 collect bench build --release -p ln-bench --features cuda --bin gpu_bench
 collect bench build --release -p ln-bench --features cuda --bin first_launch
 collect bench build --release -p ln-bench --features cuda --bin family_bench
+collect bench build --release -p ln-bench --features cuda --bin op_overhead
 if [ -d tft ]; then
   (collect tft build --release -p tft --features cuda --bins) || echo "WARNING: tft binary not built" >&2
   (collect tft test --release --no-run -p tft --features cuda --test cuda) || echo "WARNING: tft tests not built" >&2
