@@ -587,7 +587,12 @@ def profile_steps(a, model, fwd, opt, data, device, q, sync):
             sync()
             wall.append((time.perf_counter() - t) * 1e3)
     n = a.profile_steps
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    # Device-side events, less the spans of record_function labels on the GPU timeline
+    # ("Optimizer.step#AdamW.step"), which cover kernels rather than being kernels.
+    kernels = [
+        e for e in prof.events()
+        if e.device_type == torch.autograd.DeviceType.CUDA and not getattr(e, "is_user_annotation", False)
+    ]
     busy = sum(e.device_time for e in kernels) / 1e3 / n  # us -> ms
     print(f"profile: {n} steps of batch {a.batch_size} after {WARMUP_STEPS} warm-up steps (torch.profiler)")
     print(f"step wall ms median {sorted(wall)[n // 2]:.2f}; GPU kernel time {busy:.2f} ms/step; "
