@@ -83,7 +83,12 @@ fn cases(dev: &Device) -> Result<Vec<Case>> {
         op: Box::new(move || x.add(&y)),
     });
     v.push(broadcast("broadcast_add", &[64, 52, 32], &[32], dev)?);
-    v.push(broadcast("broadcast_mul", &[64, 52, 32], &[64, 52, 1], dev)?);
+    v.push(broadcast(
+        "broadcast_mul",
+        &[64, 52, 32],
+        &[64, 52, 1],
+        dev,
+    )?);
     v.push(sum(&[64, 52, 32], &[0, 1], dev)?);
     let x = randn(&[64, 52, 4, 8], dev)?;
     v.push(Case {
