@@ -65,23 +65,33 @@ fn sum(a: &[usize], dims: &'static [usize], dev: &Device) -> Result<Case> {
     })
 }
 
+/// The contiguous add of two `a`-shaped tensors: the reference for the ops above.
+fn add(a: &[usize], dev: &Device) -> Result<Case> {
+    let (x, y) = (randn(a, dev)?, randn(a, dev)?);
+    Ok(Case {
+        name: "add",
+        shapes: format!("{a:?} {a:?}"),
+        bytes: 3 * elems(&x),
+        op: Box::new(move || x.add(&y)),
+    })
+}
+
+/// `transpose(1, 2).contiguous()`: the strided copy of attention's head split.
+fn transpose_contiguous(a: &[usize], dev: &Device) -> Result<Case> {
+    let x = randn(a, dev)?;
+    Ok(Case {
+        name: "transpose_contiguous",
+        shapes: format!("{a:?} (1, 2)"),
+        bytes: 2 * elems(&x),
+        op: Box::new(move || x.transpose(1, 2)?.contiguous()),
+    })
+}
+
 fn cases(dev: &Device) -> Result<Vec<Case>> {
     let mut v = Vec::new();
     // Default TFT size: batch 64, 52 + 12 steps, hidden 32.
-    let (x, y) = (randn(&[64, 32], dev)?, randn(&[64, 32], dev)?);
-    v.push(Case {
-        name: "add",
-        shapes: "[64, 32] [64, 32]".into(),
-        bytes: 3 * elems(&x),
-        op: Box::new(move || x.add(&y)),
-    });
-    let (x, y) = (randn(&[64, 52, 32], dev)?, randn(&[64, 52, 32], dev)?);
-    v.push(Case {
-        name: "add",
-        shapes: "[64, 52, 32] [64, 52, 32]".into(),
-        bytes: 3 * elems(&x),
-        op: Box::new(move || x.add(&y)),
-    });
+    v.push(add(&[64, 32], dev)?);
+    v.push(add(&[64, 52, 32], dev)?);
     v.push(broadcast("broadcast_add", &[64, 52, 32], &[32], dev)?);
     v.push(broadcast(
         "broadcast_mul",
@@ -90,21 +100,9 @@ fn cases(dev: &Device) -> Result<Vec<Case>> {
         dev,
     )?);
     v.push(sum(&[64, 52, 32], &[0, 1], dev)?);
-    let x = randn(&[64, 52, 4, 8], dev)?;
-    v.push(Case {
-        name: "transpose_contiguous",
-        shapes: "[64, 52, 4, 8] (1, 2)".into(),
-        bytes: 2 * elems(&x),
-        op: Box::new(move || x.transpose(1, 2)?.contiguous()),
-    });
+    v.push(transpose_contiguous(&[64, 52, 4, 8], dev)?);
     // Paper size: batch 256, 168 + 24 steps, hidden 160, 8 observed inputs, 4 heads.
-    let (x, y) = (randn(&[256, 168, 160], dev)?, randn(&[256, 168, 160], dev)?);
-    v.push(Case {
-        name: "add",
-        shapes: "[256, 168, 160] [256, 168, 160]".into(),
-        bytes: 3 * elems(&x),
-        op: Box::new(move || x.add(&y)),
-    });
+    v.push(add(&[256, 168, 160], dev)?);
     v.push(broadcast("broadcast_add", &[256, 168, 160], &[160], dev)?);
     v.push(broadcast(
         "broadcast_mul",
@@ -116,13 +114,7 @@ fn cases(dev: &Device) -> Result<Vec<Case>> {
     v.push(sum(&[256, 4, 192, 192], &[1], dev)?);
     v.push(sum(&[256, 168, 8, 160], &[2], dev)?);
     v.push(sum(&[256, 168, 8, 160], &[3], dev)?);
-    let x = randn(&[256, 192, 4, 40], dev)?;
-    v.push(Case {
-        name: "transpose_contiguous",
-        shapes: "[256, 192, 4, 40] (1, 2)".into(),
-        bytes: 2 * elems(&x),
-        op: Box::new(move || x.transpose(1, 2)?.contiguous()),
-    });
+    v.push(transpose_contiguous(&[256, 192, 4, 40], dev)?);
     let x = randn(&[256, 192, 160], dev)?;
     v.push(Case {
         name: "sum_all",
