@@ -88,33 +88,24 @@ fn transpose_contiguous(a: &[usize], dev: &Device) -> Result<Case> {
 }
 
 fn cases(dev: &Device) -> Result<Vec<Case>> {
-    let mut v = Vec::new();
-    // Default TFT size: batch 64, 52 + 12 steps, hidden 32.
-    v.push(add(&[64, 32], dev)?);
-    v.push(add(&[64, 52, 32], dev)?);
-    v.push(broadcast("broadcast_add", &[64, 52, 32], &[32], dev)?);
-    v.push(broadcast(
-        "broadcast_mul",
-        &[64, 52, 32],
-        &[64, 52, 1],
-        dev,
-    )?);
-    v.push(sum(&[64, 52, 32], &[0, 1], dev)?);
-    v.push(transpose_contiguous(&[64, 52, 4, 8], dev)?);
-    // Paper size: batch 256, 168 + 24 steps, hidden 160, 8 observed inputs, 4 heads.
-    v.push(add(&[256, 168, 160], dev)?);
-    v.push(broadcast("broadcast_add", &[256, 168, 160], &[160], dev)?);
-    v.push(broadcast(
-        "broadcast_mul",
-        &[256, 168, 8, 160],
-        &[256, 168, 8, 1],
-        dev,
-    )?);
-    v.push(sum(&[256, 168, 160], &[0, 1], dev)?);
-    v.push(sum(&[256, 4, 192, 192], &[1], dev)?);
-    v.push(sum(&[256, 168, 8, 160], &[2], dev)?);
-    v.push(sum(&[256, 168, 8, 160], &[3], dev)?);
-    v.push(transpose_contiguous(&[256, 192, 4, 40], dev)?);
+    let mut v = vec![
+        // Default TFT size: batch 64, 52 + 12 steps, hidden 32.
+        add(&[64, 32], dev)?,
+        add(&[64, 52, 32], dev)?,
+        broadcast("broadcast_add", &[64, 52, 32], &[32], dev)?,
+        broadcast("broadcast_mul", &[64, 52, 32], &[64, 52, 1], dev)?,
+        sum(&[64, 52, 32], &[0, 1], dev)?,
+        transpose_contiguous(&[64, 52, 4, 8], dev)?,
+        // Paper size: batch 256, 168 + 24 steps, hidden 160, 8 observed inputs, 4 heads.
+        add(&[256, 168, 160], dev)?,
+        broadcast("broadcast_add", &[256, 168, 160], &[160], dev)?,
+        broadcast("broadcast_mul", &[256, 168, 8, 160], &[256, 168, 8, 1], dev)?,
+        sum(&[256, 168, 160], &[0, 1], dev)?,
+        sum(&[256, 4, 192, 192], &[1], dev)?,
+        sum(&[256, 168, 8, 160], &[2], dev)?,
+        sum(&[256, 168, 8, 160], &[3], dev)?,
+        transpose_contiguous(&[256, 192, 4, 40], dev)?,
+    ];
     let x = randn(&[256, 192, 160], dev)?;
     v.push(Case {
         name: "sum_all",
