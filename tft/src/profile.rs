@@ -118,7 +118,8 @@ impl StepProfile {
         Ok(loss.to_scalar::<f32>()?)
     }
 
-    /// A table: per phase the median and mean ms, the median ms queueing it, tensors and host allocations per step.
+    /// A table: per phase the median and mean ms, the median ms queueing it, and the tensors
+    /// and host allocations per step.
     pub fn report(&self) -> String {
         let per_step = |x: u64| x as f64 / self.steps.max(1) as f64;
         let mut s = format!(
