@@ -9,6 +9,8 @@
 #   numerics:  only the f64 PyTorch numerics check (part of bench too)
 #   profile:   the TFT step phase by phase (tft --profile), 3-epoch runs, the PyTorch twin
 #   paper:     the same at the paper-scale preset on the synthetic panel, with the twin
+#   sweep:     the layer norm's forward and backward ops at every hidden size of the fine sweep
+#              beside PyTorch's kernels (gpu_bench --sweep + sweep_torch.py; sweep.csv, sweep.png)
 #   ops:       time per call of the ops the step profile points at (op_overhead)
 #   diag:      where the step goes on the device: tft --profile, ncu by kernel, the twin's profiler
 #   pool:      the autograd breakdown at 4096x4096 with freed memory kept and released
@@ -148,6 +150,12 @@ if has paper && [ -x "$B/tft-bin-tft" ]; then
       step tft-torch-paper-compile 400 python3 "${T[@]}" --compile
     fi
   fi
+fi
+if has sweep; then
+  # The layer norm's fine sweep (hidden 64..65536, tensors >= 32 MiB), ours beside PyTorch's
+  # kernels: sweep.csv, sweep-summary in sweep-torch.log, sweep.png.
+  step sweep-candle 500 "$B/bench-bin-gpu_bench" --device cuda --sweep --dtypes f32,bf16,f16 --csv "$OUT/sweep-candle.csv"
+  step sweep-torch 500 python3 bench/scripts/sweep_torch.py --candle-csv "$OUT/sweep-candle.csv" --csv "$OUT/sweep.csv" --plot "$OUT/sweep.png"
 fi
 if has ops && [ -x "$B/bench-bin-op_overhead" ]; then
   step op-overhead 120 "$B/bench-bin-op_overhead" --device cuda

@@ -9,7 +9,7 @@ use anyhow::Result;
 use candle_core::{DType, Device, Tensor, Var};
 use clap::Parser;
 use ln_bench::timing::{iters_for, time_us};
-use ln_bench::{stock::stock_layer_norm, H200_COPY_GBPS, SHAPES};
+use ln_bench::{stock::stock_layer_norm, sweep_hidden, sweep_rows, H200_COPY_GBPS, SHAPES};
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -45,6 +45,10 @@ struct Args {
     /// Time the pieces of an autograd step (mul, ones_like, add, ...) at this shape, e.g. 4096x4096.
     #[arg(long)]
     breakdown: Option<String>,
+    /// Instead of the grid: the fused forward and backward ops alone at every hidden size of the
+    /// fine sweep (64 to 65536), rows so that each tensor holds at least 32 MiB.
+    #[arg(long)]
+    sweep: bool,
 }
 
 const EPS: f32 = 1e-5;
@@ -79,6 +83,14 @@ fn main() -> Result<()> {
     let shapes = &SHAPES[..args.shapes.unwrap_or(SHAPES.len()).min(SHAPES.len())];
     for dtype in args.dtypes.split(',') {
         let dtype: DType = dtype.parse()?;
+        if args.sweep {
+            for cols in sweep_hidden() {
+                let rows = sweep_rows(cols, dtype.size_in_bytes());
+                bench_ops(&dev, dtype, rows, cols, args.reps, &mut out)?;
+                eprintln!("sweep {} {rows}x{cols} done", dtype.as_str());
+            }
+            continue;
+        }
         for &(rows, cols) in shapes {
             bench_shape(&dev, dtype, rows, cols, args.reps, &mut out)?;
         }
@@ -102,6 +114,49 @@ fn main() -> Result<()> {
     Ok(())
 }
 
+/// The fused forward op and backward op alone (the sweep's two measurements).
+fn bench_ops(
+    dev: &Device,
+    dtype: DType,
+    rows: usize,
+    cols: usize,
+    reps: usize,
+    out: &mut Vec<Row>,
+) -> Result<()> {
+    let x = Tensor::randn(0f32, 1., (rows, cols), dev)?.to_dtype(dtype)?;
+    let w = Tensor::randn(1f32, 0.1, cols, dev)?.to_dtype(dtype)?;
+    let b = Tensor::randn(0f32, 0.1, cols, dev)?.to_dtype(dtype)?;
+    let dy = Tensor::randn(0f32, 1., (rows, cols), dev)?.to_dtype(dtype)?;
+    let (fwd_bytes, bwd_bytes) = op_bytes(dtype, rows, cols);
+    let iters = iters_for(fwd_bytes);
+    let us = time_us(dev, iters, reps, || {
+        candle_nn::ops::layer_norm(&x, &w, &b, EPS).map(drop)
+    })?;
+    let row = |level, us, bytes| Row {
+        imp: "fused",
+        level,
+        dtype,
+        rows,
+        cols,
+        us,
+        bytes,
+    };
+    out.push(row("fwd", us, fwd_bytes));
+    let us = time_us(dev, iters, reps, || {
+        candle_nn::ops::layer_norm_bwd(&x, Some(&w), &dy, EPS, true).map(drop)
+    })?;
+    out.push(row("bwd", us, bwd_bytes));
+    Ok(())
+}
+
+/// Bytes the forward op (x, weight, bias in; y out) and the backward op (x, dy, weight in; dx,
+/// dweight, dbias out) must move at the least.
+fn op_bytes(dtype: DType, rows: usize, cols: usize) -> (usize, usize) {
+    let n = rows * cols * dtype.size_in_bytes();
+    let p = cols * dtype.size_in_bytes();
+    (2 * n + 2 * p, 3 * n + 3 * p)
+}
+
 fn bench_shape(
     dev: &Device,
     dtype: DType,
@@ -114,9 +169,7 @@ fn bench_shape(
     let w = Tensor::randn(1f32, 0.1, cols, dev)?.to_dtype(dtype)?;
     let b = Tensor::randn(0f32, 0.1, cols, dev)?.to_dtype(dtype)?;
     let dy = Tensor::randn(0f32, 1., (rows, cols), dev)?.to_dtype(dtype)?;
-    let n = rows * cols * dtype.size_in_bytes();
-    let p = cols * dtype.size_in_bytes();
-    let (fwd_bytes, bwd_bytes) = (2 * n + 2 * p, 3 * n + 3 * p);
+    let (fwd_bytes, bwd_bytes) = op_bytes(dtype, rows, cols);
     let iters = iters_for(fwd_bytes);
     let mut push = |imp, level, us, bytes| {
         out.push(Row {

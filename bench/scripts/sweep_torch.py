@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""PyTorch's layer-norm kernels at the points of `gpu_bench --sweep`, beside ours.
+
+Reads the candle CSV (its rows, hidden sizes and dtypes are the sweep: one source), times
+`aten.native_layer_norm` and `aten.native_layer_norm_backward` alone (no autograd engine) with
+gpu_bench's method, and writes one CSV with both, a summary (per dtype and direction: the
+smallest ratio PyTorch time / ours, the median fraction of the copy speed, the worst points)
+and a plot of GB/s against the hidden size with the copy speed as the ceiling.
+
+    sweep_torch.py --candle-csv sweep-candle.csv --csv sweep.csv --plot sweep.png
+"""
+import argparse
+import csv
+import statistics
+import sys
+import time
+
+import torch
+
+from torch_bench import COPY_GBPS, DTYPES, iters_for, time_us
+
+EPS = 1e-5
+
+
+def torch_point(dtype, rows, cols, reps):
+    """(fwd us, bwd us) of PyTorch's kernels at one point."""
+    dt = DTYPES[dtype]
+    dev = torch.device("cuda")
+    x = torch.randn(rows, cols, device=dev).to(dt)
+    w = (1 + 0.1 * torch.randn(cols, device=dev)).to(dt)
+    b = (0.1 * torch.randn(cols, device=dev)).to(dt)
+    dy = torch.randn(rows, cols, device=dev).to(dt)
+    _, mean, rstd = torch.ops.aten.native_layer_norm(x, [cols], w, b, EPS)
+    n, p = rows * cols * x.element_size(), cols * x.element_size()
+    iters = iters_for(2 * n + 2 * p)
+    fwd = time_us(lambda: torch.ops.aten.native_layer_norm(x, [cols], w, b, EPS), iters, reps)
+    mask = [True, True, True]
+    bwd = time_us(
+        lambda: torch.ops.aten.native_layer_norm_backward(dy, x, [cols], mean, rstd, w, b, mask),
+        iters,
+        reps,
+    )
+    return fwd, bwd
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--candle-csv", required=True, help="gpu_bench --sweep --csv output")
+    ap.add_argument("--csv", required=True, help="combined output CSV")
+    ap.add_argument("--plot", help="PNG: GB/s against hidden size")
+    ap.add_argument("--reps", type=int, default=5)
+    a = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("error: sweep_torch.py needs a CUDA device")
+    ours = {}
+    with open(a.candle_csv, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["impl"] == "fused" and r["level"] in ("fwd", "bwd"):
+                ours[(r["dtype"], int(r["rows"]), int(r["cols"]), r["level"])] = float(r["us"])
+    points = sorted({k[:3] for k in ours}, key=lambda k: (k[0], k[2]))
+    if not points:
+        sys.exit(f"error: no fused fwd/bwd rows in {a.candle_csv}")
+    out = []
+    for dtype, rows, cols in points:
+        fwd, bwd = torch_point(dtype, rows, cols, a.reps)
+        size = torch.tensor([], dtype=DTYPES[dtype]).element_size()
+        n, p = rows * cols * size, cols * size
+        for level, theirs, nbytes in (("fwd", fwd, 2 * n + 2 * p), ("bwd", bwd, 3 * n + 3 * p)):
+            us = ours.get((dtype, rows, cols, level))
+            if us is None:
+                continue
+            out.append(dict(dtype=dtype, level=level, rows=rows, cols=cols, ours_us=us, torch_us=theirs,
+                            ours_gbps=nbytes / us / 1e3, torch_gbps=nbytes / theirs / 1e3,
+                            ratio=theirs / us))
+    with open(a.csv, "w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=list(out[0]))
+        wr.writeheader()
+        for r in out:
+            wr.writerow({k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items()})
+
+    print(f"{'dtype':<5} {'dir':<4} {'points':>6} {'min ratio':>10} {'median ratio':>12} "
+          f"{'ours % copy (median)':>21} {'PyTorch % copy':>15}  worst points (hidden: ratio, ours % copy)")
+    for dtype in sorted({r["dtype"] for r in out}):
+        for level in ("fwd", "bwd"):
+            rs = [r for r in out if r["dtype"] == dtype and r["level"] == level]
+            if not rs:
+                continue
+            worst = sorted(rs, key=lambda r: r["ratio"])[:5]
+            worst_s = ", ".join(f"{r['cols']}: {r['ratio']:.2f}x {r['ours_gbps'] / COPY_GBPS:.0%}" for r in worst)
+            print(f"{dtype:<5} {level:<4} {len(rs):>6} {min(r['ratio'] for r in rs):>9.2f}x "
+                  f"{statistics.median(r['ratio'] for r in rs):>11.2f}x "
+                  f"{statistics.median(r['ours_gbps'] for r in rs) / COPY_GBPS:>21.0%} "
+                  f"{statistics.median(r['torch_gbps'] for r in rs) / COPY_GBPS:>15.0%}  {worst_s}")
+    below = [r for r in out if r["ratio"] < 1.0]
+    print(f"points below PyTorch: {len(below)} of {len(out)}")
+    for r in below:
+        print(f"  {r['dtype']} {r['level']} {r['rows']}x{r['cols']}: ours {r['ours_us']:.1f} us, "
+              f"PyTorch {r['torch_us']:.1f} us ({r['ratio']:.2f}x)")
+
+    if a.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        dtypes = sorted({r["dtype"] for r in out})
+        fig, axes = plt.subplots(2, len(dtypes), figsize=(5 * len(dtypes), 8), squeeze=False)
+        for j, dtype in enumerate(dtypes):
+            for i, level in enumerate(("fwd", "bwd")):
+                ax = axes[i][j]
+                rs = sorted((r for r in out if r["dtype"] == dtype and r["level"] == level), key=lambda r: r["cols"])
+                xs = [r["cols"] for r in rs]
+                ax.plot(xs, [r["ours_gbps"] for r in rs], "o-", ms=3, label="candle fork (fused)")
+                ax.plot(xs, [r["torch_gbps"] for r in rs], "s--", ms=3, label="PyTorch kernel")
+                ax.axhline(COPY_GBPS, color="gray", lw=0.8, label="copy")
+                ax.set_xscale("log", base=2)
+                ax.set_title(f"{dtype} {level}, tensors >= 32 MiB")
+                ax.set_xlabel("hidden size")
+                ax.set_ylabel("GB/s")
+                ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(a.plot, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
