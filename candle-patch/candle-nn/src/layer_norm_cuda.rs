@@ -204,9 +204,15 @@ impl<'a> LaunchPlan<'a> {
         }
     }
 
-    /// Lets `func`, the plan's kernel, use the plan's dynamic shared memory.
+    /// The shared memory `func`, the plan's kernel, declares itself.
+    fn static_smem(&self, func: &CudaFunction) -> Result<usize> {
+        Ok(func.shared_size_bytes().w()? as usize)
+    }
+
+    /// Lets `func`, the plan's kernel, use the plan's dynamic shared memory: past 48 KiB for
+    /// the dynamic and the kernel's static shared memory together, a block has to opt in.
     fn prepare(&self, func: &CudaFunction) -> Result<()> {
-        if self.smem_bytes > 48 * 1024 {
+        if self.smem_bytes > 0 && self.smem_bytes + self.static_smem(func)? > 48 * 1024 {
             func.set_attribute(
                 sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 self.smem_bytes as i32,
@@ -355,7 +361,7 @@ where
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         .w()? as usize;
     // Persistent for every tier, prefetching or not: the partial sums depend on the grid.
-    let plan = LaunchPlan {
+    let plan_for = |max_smem| LaunchPlan {
         persistent: true,
         ..LaunchPlan::new(
             Direction::Bwd.tiers(),
@@ -365,8 +371,17 @@ where
             max_smem,
         )
     };
-    let name = plan.kernel.name(norm.prefix(), Direction::Bwd, T::DTYPE);
-    let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
+    let load = |plan: &LaunchPlan| {
+        let name = plan.kernel.name(norm.prefix(), Direction::Bwd, T::DTYPE);
+        dev.get_or_load_func(&name, &kernels::LAYER_NORM)
+    };
+    let mut plan = plan_for(max_smem);
+    let mut func = load(&plan)?;
+    if plan.smem_bytes > 0 && plan.smem_bytes + plan.static_smem(&func)? > max_smem {
+        // The kernel's own shared memory leaves too little room for the partial sums.
+        plan = plan_for(0);
+        func = load(&plan)?;
+    }
     plan.prepare(&func)?;
     let n_blocks = plan.grid(dev, &func, n_rows)?;
     // SAFETY: Set later by running the kernel, every block writes its row.

@@ -662,6 +662,48 @@ fn layer_norm_many_rows(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// Hidden sizes whose backward partial sums (two f32 rows in shared memory) fill a block's
+/// default 48 KiB (6144) or come within the kernel's own shared memory of it (6100), and the
+/// largest size under an H100's or H200's 227 KiB opt-in limit (bf16 28928): the launch has to
+/// opt in for both together, or take a tier without the partial sums in shared memory.
+fn layer_norm_smem_limits(dev: &Device) -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(53);
+    let cases = [
+        (6144, DType::F32),
+        (6100, DType::F32),
+        (6144, DType::BF16),
+        (28928, DType::BF16),
+    ];
+    for (n, dtype) in cases {
+        let rows = 3;
+        let x = ln_rows(&mut rng, rows, n);
+        let (w, b) = ln_wb(&mut rng, n);
+        let dy = ln_rand(&mut rng, rows * n, -1., 1.);
+        let tol = ln_tol(dtype, n);
+        let (xt, x) = ln_tensor(&x, (rows, n), dtype, dev)?;
+        let (wt, w) = ln_tensor(&w, n, dtype, dev)?;
+        let (bt, b) = ln_tensor(&b, n, dtype, dev)?;
+        let (dyt, dy) = ln_tensor(&dy, (rows, n), dtype, dev)?;
+        let (_, dx, dw, db) = ln_fused_grads(&xt, Some(&wt), Some(&bt), &dyt)?;
+        let (rdx, rdw, rdb) = ln_slow_grads(&x, Some(&w), Some(&b), &dy, n)?;
+        let what = format!("{dtype:?} n={n}");
+        ln_check(&format!("dx {what}"), &dx, &rdx, tol)?;
+        ln_check(
+            &format!("dw {what}"),
+            &dw.context("no grad for w")?,
+            &rdw,
+            tol,
+        )?;
+        ln_check(
+            &format!("db {what}"),
+            &db.context("no grad for b")?,
+            &rdb,
+            tol,
+        )?;
+    }
+    Ok(())
+}
+
 /// Rows with mean 1e4 and std 1e-2 (|mean| / std = 1e6). Stock candle 0.9.1 computes the
 /// variance in one pass as E[x^2] - E[x]^2 in f32, which cancels catastrophically here: NaN on
 /// cpu (negative variance) and a max abs error of ~8.7 on cuda. Note that f32's ulp at 1e4 is
@@ -946,6 +988,12 @@ test_device!(
     ln_many_rows_cpu,
     ln_many_rows_gpu,
     ln_many_rows_metal
+);
+test_device!(
+    layer_norm_smem_limits,
+    ln_smem_limits_cpu,
+    ln_smem_limits_gpu,
+    ln_smem_limits_metal
 );
 test_device!(
     layer_norm_deterministic,
