@@ -86,7 +86,7 @@ fn main() -> Result<()> {
         if args.sweep {
             for cols in sweep_hidden() {
                 let rows = sweep_rows(cols, dtype.size_in_bytes());
-                bench_ops(&dev, dtype, rows, cols, args.reps, &mut out)?;
+                bench_ops(&dev, &inputs(&dev, dtype, rows, cols)?, args.reps, &mut out)?;
                 eprintln!("sweep {} {rows}x{cols} done", dtype.as_str());
             }
             continue;
@@ -114,23 +114,29 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// The fused forward op and backward op alone (the sweep's two measurements).
+/// Random inputs of one point: x and dy [rows, cols], weight and bias [cols].
+fn inputs(dev: &Device, dtype: DType, rows: usize, cols: usize) -> Result<[Tensor; 4]> {
+    Ok([
+        Tensor::randn(0f32, 1., (rows, cols), dev)?.to_dtype(dtype)?,
+        Tensor::randn(1f32, 0.1, cols, dev)?.to_dtype(dtype)?,
+        Tensor::randn(0f32, 0.1, cols, dev)?.to_dtype(dtype)?,
+        Tensor::randn(0f32, 1., (rows, cols), dev)?.to_dtype(dtype)?,
+    ])
+}
+
+/// The fused forward op and backward op alone (the sweep's two measurements, the grid's first).
 fn bench_ops(
     dev: &Device,
-    dtype: DType,
-    rows: usize,
-    cols: usize,
+    [x, w, b, dy]: &[Tensor; 4],
     reps: usize,
     out: &mut Vec<Row>,
 ) -> Result<()> {
-    let x = Tensor::randn(0f32, 1., (rows, cols), dev)?.to_dtype(dtype)?;
-    let w = Tensor::randn(1f32, 0.1, cols, dev)?.to_dtype(dtype)?;
-    let b = Tensor::randn(0f32, 0.1, cols, dev)?.to_dtype(dtype)?;
-    let dy = Tensor::randn(0f32, 1., (rows, cols), dev)?.to_dtype(dtype)?;
+    let (rows, cols) = x.dims2()?;
+    let dtype = x.dtype();
     let (fwd_bytes, bwd_bytes) = op_bytes(dtype, rows, cols);
     let iters = iters_for(fwd_bytes);
     let us = time_us(dev, iters, reps, || {
-        candle_nn::ops::layer_norm(&x, &w, &b, EPS).map(drop)
+        candle_nn::ops::layer_norm(x, w, b, EPS).map(drop)
     })?;
     let row = |level, us, bytes| Row {
         imp: "fused",
@@ -143,7 +149,7 @@ fn bench_ops(
     };
     out.push(row("fwd", us, fwd_bytes));
     let us = time_us(dev, iters, reps, || {
-        candle_nn::ops::layer_norm_bwd(&x, Some(&w), &dy, EPS, true).map(drop)
+        candle_nn::ops::layer_norm_bwd(x, Some(w), dy, EPS, true).map(drop)
     })?;
     out.push(row("bwd", us, bwd_bytes));
     Ok(())
@@ -165,10 +171,9 @@ fn bench_shape(
     reps: usize,
     out: &mut Vec<Row>,
 ) -> Result<()> {
-    let x = Tensor::randn(0f32, 1., (rows, cols), dev)?.to_dtype(dtype)?;
-    let w = Tensor::randn(1f32, 0.1, cols, dev)?.to_dtype(dtype)?;
-    let b = Tensor::randn(0f32, 0.1, cols, dev)?.to_dtype(dtype)?;
-    let dy = Tensor::randn(0f32, 1., (rows, cols), dev)?.to_dtype(dtype)?;
+    let inputs = inputs(dev, dtype, rows, cols)?;
+    bench_ops(dev, &inputs, reps, out)?;
+    let [x, w, b, dy] = inputs;
     let (fwd_bytes, bwd_bytes) = op_bytes(dtype, rows, cols);
     let iters = iters_for(fwd_bytes);
     let mut push = |imp, level, us, bytes| {
@@ -183,14 +188,6 @@ fn bench_shape(
         })
     };
 
-    let us = time_us(dev, iters, reps, || {
-        candle_nn::ops::layer_norm(&x, &w, &b, EPS).map(drop)
-    })?;
-    push("fused", "fwd", us, fwd_bytes);
-    let us = time_us(dev, iters, reps, || {
-        candle_nn::ops::layer_norm_bwd(&x, Some(&w), &dy, EPS, true).map(drop)
-    })?;
-    push("fused", "bwd", us, bwd_bytes);
     if dev.is_cuda() {
         let us = time_us(dev, iters, reps, || {
             stock_layer_norm(&x, &w, &b, EPS).map(drop)
