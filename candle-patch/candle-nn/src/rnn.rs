@@ -183,6 +183,72 @@ impl LSTM {
     pub fn config(&self) -> &LSTMConfig {
         &self.config
     }
+
+    /// The outputs of all the steps, `[batch, seq_len, hidden]`, and the last state for an
+    /// input `[batch, seq_len, features]` and an initial state: the same as
+    /// [`RNN::seq_init`] then [`RNN::states_to_tensor`]. On cpu and cuda for f32 and f64 the
+    /// recurrence is one op forward and one backward (a gemm and a fused cell per step inside
+    /// it, no tensor per step), and the gradient of the recurrent weights one matmul.
+    pub fn seq_output(
+        &self,
+        input: &Tensor,
+        init_state: &LSTMState,
+    ) -> Result<(Tensor, LSTMState)> {
+        let (b_size, seq_len, _) = input.dims3()?;
+        let hidden = self.hidden_dim;
+        if seq_len == 0 {
+            candle::bail!("lstm: an input {:?} without time steps", input.shape())
+        }
+        for (name, t) in [("h", &init_state.h), ("c", &init_state.c)] {
+            if t.dims() != [b_size, hidden] || t.dtype() != self.dtype {
+                candle::bail!(
+                    "lstm: an initial {name} {:?} {:?} for an input {:?}, expected [{b_size}, {hidden}] {:?}",
+                    t.shape(),
+                    t.dtype(),
+                    input.shape(),
+                    self.dtype
+                )
+            }
+        }
+        if !lstm_cell_fused(&self.device, self.dtype) {
+            let states = self.seq_init(input, init_state)?;
+            let out = self.states_to_tensor(&states)?;
+            return Ok((out, states[seq_len - 1].clone()));
+        }
+        let xg = self.input_projection(input)?;
+        let state0 = Tensor::stack(&[&init_state.h, &init_state.c], 0)?;
+        let out = xg.apply_op3(&self.w_hh.contiguous()?, &state0, LstmSeq)?;
+        let hs = out.get(0)?;
+        let (h, c) = (hs.get(seq_len)?, out.get(1)?.get(seq_len)?);
+        let hs = hs.narrow(0, 1, seq_len)?.transpose(0, 1)?;
+        if out.track_op() {
+            // The backward reads the gate activations in `out`: the results stay views of it.
+            Ok((hs, LSTMState { h, c }))
+        } else {
+            let (h, c) = (h.force_contiguous()?, c.force_contiguous()?);
+            Ok((hs.contiguous()?, LSTMState { h, c }))
+        }
+    }
+
+    /// The input projection of all the steps with both biases, `[seq_len, batch, 4 * hidden]`
+    /// (the slice of a step is contiguous).
+    fn input_projection(&self, input: &Tensor) -> Result<Tensor> {
+        let (b_size, seq_len, features) = input.dims3()?;
+        let xg = input
+            .reshape((b_size * seq_len, features))?
+            .matmul(&self.w_ih.t()?)?;
+        let xg = match &self.b_ih {
+            None => xg,
+            Some(b_ih) => xg.broadcast_add(b_ih)?,
+        };
+        let xg = match &self.b_hh {
+            None => xg,
+            Some(b_hh) => xg.broadcast_add(b_hh)?,
+        };
+        xg.reshape((b_size, seq_len, 4 * self.hidden_dim))?
+            .transpose(0, 1)?
+            .contiguous()
+    }
 }
 
 /// Creates a LSTM layer.
@@ -225,23 +291,8 @@ impl RNN for LSTM {
     /// As the default: `step` for each time step, but the input projection (and both biases)
     /// of all the steps is one matmul, and each step reads a contiguous slice of it.
     fn seq_init(&self, input: &Tensor, init_state: &Self::State) -> Result<Vec<Self::State>> {
-        let (b_size, seq_len, features) = input.dims3()?;
-        let xg = input
-            .reshape((b_size * seq_len, features))?
-            .matmul(&self.w_ih.t()?)?;
-        let xg = match &self.b_ih {
-            None => xg,
-            Some(b_ih) => xg.broadcast_add(b_ih)?,
-        };
-        let xg = match &self.b_hh {
-            None => xg,
-            Some(b_hh) => xg.broadcast_add(b_hh)?,
-        };
-        // [seq_len, b_size, 4 * hidden]: the slice of a step is contiguous.
-        let xg = xg
-            .reshape((b_size, seq_len, 4 * self.hidden_dim))?
-            .transpose(0, 1)?
-            .contiguous()?;
+        let seq_len = input.dim(1)?;
+        let xg = self.input_projection(input)?;
         let w_hh_t = self.w_hh.t()?;
         let mut output: Vec<LSTMState> = Vec::with_capacity(seq_len);
         for seq_index in 0..seq_len {
@@ -317,21 +368,41 @@ fn sigmoid_f<T: num_traits::Float>(x: T) -> T {
     T::one() / (T::one() + (-x).exp())
 }
 
+/// One cell element from the pre-activations of the input, forget, cell and output gates:
+/// `[h, c, i, f, g, o]`.
+fn cell_fwd<T: num_traits::Float>(g: [T; 4], c_prev: T) -> [T; 6] {
+    let (i, f) = (sigmoid_f(g[0]), sigmoid_f(g[1]));
+    let (gg, o) = (g[2].tanh(), sigmoid_f(g[3]));
+    let c = f * c_prev + i * gg;
+    [o * c.tanh(), c, i, f, gg, o]
+}
+
+/// The backward of [`cell_fwd`] from its saved `[c, i, f, g, o]`, `c_prev` and the gradients
+/// of h and c: the gradients of the four gates and of `c_prev`.
+fn cell_bwd<T: num_traits::Float>(saved: [T; 5], c_prev: T, dh: T, dc: T) -> ([T; 4], T) {
+    let one = T::one();
+    let [c, i, f, gg, o] = saved;
+    let tc = c.tanh();
+    let dc = dc + dh * o * (one - tc * tc);
+    let d_gates = [
+        dc * gg * i * (one - i),
+        dc * c_prev * f * (one - f),
+        dc * i * (one - gg * gg),
+        dh * tc * o * (one - o),
+    ];
+    (d_gates, dc * f)
+}
+
 fn lstm_cell_fwd_cpu<T: num_traits::Float>(gates: &[T], c_prev: &[T], h: usize) -> Vec<T> {
     let n = c_prev.len();
     let mut out = vec![T::zero(); 6 * n];
     for (row, g) in gates.chunks_exact(4 * h).enumerate() {
         for j in 0..h {
             let idx = row * h + j;
-            let (i, f) = (sigmoid_f(g[j]), sigmoid_f(g[h + j]));
-            let (gg, o) = (g[2 * h + j].tanh(), sigmoid_f(g[3 * h + j]));
-            let c = f * c_prev[idx] + i * gg;
-            out[idx] = o * c.tanh();
-            out[n + idx] = c;
-            out[2 * n + idx] = i;
-            out[3 * n + idx] = f;
-            out[4 * n + idx] = gg;
-            out[5 * n + idx] = o;
+            let values = cell_fwd(std::array::from_fn(|k| g[k * h + j]), c_prev[idx]);
+            for (k, v) in values.into_iter().enumerate() {
+                out[k * n + idx] = v;
+            }
         }
     }
     out
@@ -344,22 +415,17 @@ fn lstm_cell_bwd_cpu<T: num_traits::Float>(
     h: usize,
 ) -> Vec<T> {
     let n = c_prev.len();
-    let one = T::one();
     let mut d = vec![T::zero(); 5 * n];
     let (d_gates, d_c_prev) = d.split_at_mut(4 * n);
     for (row, dg) in d_gates.chunks_exact_mut(4 * h).enumerate() {
         for j in 0..h {
             let idx = row * h + j;
-            let (c, i, f) = (out[n + idx], out[2 * n + idx], out[3 * n + idx]);
-            let (gg, o) = (out[4 * n + idx], out[5 * n + idx]);
-            let tc = c.tanh();
-            let dh = grad[idx];
-            let dc = grad[n + idx] + dh * o * (one - tc * tc);
-            dg[j] = dc * gg * i * (one - i);
-            dg[h + j] = dc * c_prev[idx] * f * (one - f);
-            dg[2 * h + j] = dc * i * (one - gg * gg);
-            dg[3 * h + j] = dh * tc * o * (one - o);
-            d_c_prev[idx] = dc * f;
+            let saved = std::array::from_fn(|k| out[(k + 1) * n + idx]);
+            let (d_g, d_c) = cell_bwd(saved, c_prev[idx], grad[idx], grad[n + idx]);
+            for (k, v) in d_g.into_iter().enumerate() {
+                dg[k * h + j] = v;
+            }
+            d_c_prev[idx] = d_c;
         }
     }
     d
@@ -372,7 +438,7 @@ fn lstm_slice<'a, T: candle::WithDType>(
 ) -> Result<&'a [T]> {
     match l.contiguous_offsets() {
         Some((start, end)) => Ok(&s.as_slice::<T>()?[start..end]),
-        None => candle::bail!("lstm cell: non-contiguous input"),
+        None => candle::bail!("lstm: non-contiguous input"),
     }
 }
 
@@ -400,7 +466,7 @@ fn lstm_cell_cuda(
             .iter()
             .map(|(s, l)| match l.contiguous_offsets() {
                 Some((start, end)) => Ok(s.as_cuda_slice::<T>()?.slice(start..end)),
-                None => candle::bail!("lstm cell: non-contiguous input"),
+                None => candle::bail!("lstm: non-contiguous input"),
             })
             .collect::<Result<Vec<_>>>()?;
         // SAFETY: every element is written by the kernel.
@@ -559,6 +625,403 @@ impl candle::CustomOp3 for LstmCellBwd {
         let args = [(s1, l1), (s2, l2), (s3, l3)];
         let out = lstm_cell_cuda("lstm_cell_bwd", &args, 5 * b * h, (b, h))?;
         Ok((out, (5 * b * h).into()))
+    }
+}
+
+/// The recurrence of [`LSTM::seq_output`] as one op: `(xg [t, b, 4h], w_hh [4h, h],
+/// state0 [2, b, h])` with `xg` the input projection of the steps (biases included) and
+/// `state0` h0 then c0, to `[6, t + 1, b, h]`: h, c, then the activated input, forget, cell
+/// and output gates, step s at index s + 1, index 0 holding h0 and c0 (and zero gates).
+struct LstmSeq;
+
+/// The backward of [`LstmSeq`] through the time steps: `(out, grad, w_hh)` with `grad` the
+/// gradient of `out` (only its h and c planes are read) to the gradient of `xg`
+/// (`t * b * 4h`) followed by those of h0 and c0 (`2 * b * h`), flat.
+struct LstmSeqBwd;
+
+/// `(t, b, h)` from the layouts of [`LstmSeq`]'s inputs.
+fn lstm_seq_dims(
+    xg: &candle::Layout,
+    w_hh: &candle::Layout,
+    state0: &candle::Layout,
+) -> Result<(usize, usize, usize)> {
+    match (xg.dims(), w_hh.dims(), state0.dims()) {
+        (&[t, b1, h4], &[h4w, h1], &[2, b, h])
+            if t > 0 && b1 == b && h4 == 4 * h && h4w == 4 * h && h1 == h =>
+        {
+            Ok((t, b, h))
+        }
+        (x, w, s) => candle::bail!("lstm seq: input projection {x:?}, w_hh {w:?}, state {s:?}"),
+    }
+}
+
+/// `(t, b, h)` from the layouts of [`LstmSeqBwd`]'s inputs.
+fn lstm_seq_bwd_dims(
+    out: &candle::Layout,
+    grad: &candle::Layout,
+    w_hh: &candle::Layout,
+) -> Result<(usize, usize, usize)> {
+    match (out.dims(), grad.dims(), w_hh.dims()) {
+        (&[6, t1, b, h], g, &[h4, h1]) if t1 > 1 && g == out.dims() && h4 == 4 * h && h1 == h => {
+            Ok((t1 - 1, b, h))
+        }
+        (o, g, w) => candle::bail!("lstm seq: backward of {o:?} with a gradient {g:?}, w_hh {w:?}"),
+    }
+}
+
+fn lstm_seq_fwd_cpu<T: candle::WithDType + num_traits::Float>(
+    xg: &[T],
+    w_hh: &[T],
+    state0: &[T],
+    (t, b, h): (usize, usize, usize),
+) -> Result<Vec<T>> {
+    let n = b * h;
+    let plane = (t + 1) * n;
+    let mut out = vec![T::zero(); 6 * plane];
+    out[..n].copy_from_slice(&state0[..n]);
+    out[plane..plane + n].copy_from_slice(&state0[n..]);
+    let w_hh_t = Tensor::from_slice(w_hh, (4 * h, h), &Device::Cpu)?.t()?;
+    for s in 0..t {
+        let h_prev = Tensor::from_slice(&out[s * n..(s + 1) * n], (b, h), &Device::Cpu)?;
+        let hw = h_prev.matmul(&w_hh_t)?.flatten_all()?.to_vec1::<T>()?;
+        let xg = &xg[s * 4 * n..(s + 1) * 4 * n];
+        for idx in 0..n {
+            let at = (idx / h) * 4 * h + idx % h;
+            let gates = std::array::from_fn(|k| xg[at + k * h] + hw[at + k * h]);
+            let values = cell_fwd(gates, out[plane + s * n + idx]);
+            for (k, v) in values.into_iter().enumerate() {
+                out[k * plane + (s + 1) * n + idx] = v;
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn lstm_seq_bwd_cpu<T: candle::WithDType + num_traits::Float>(
+    out: &[T],
+    grad: &[T],
+    w_hh: &[T],
+    (t, b, h): (usize, usize, usize),
+) -> Result<Vec<T>> {
+    let n = b * h;
+    let plane = (t + 1) * n;
+    let mut d = vec![T::zero(); t * 4 * n + 2 * n];
+    let (d_xg, d_state0) = d.split_at_mut(t * 4 * n);
+    // The gradient of h_s through step s + 1 (dg_{s+1} w_hh), and that of c_s.
+    let (dh_rec, dc) = d_state0.split_at_mut(n);
+    let w_hh = Tensor::from_slice(w_hh, (4 * h, h), &Device::Cpu)?;
+    for s in (0..t).rev() {
+        let at = (s + 1) * n;
+        let dg = &mut d_xg[s * 4 * n..(s + 1) * 4 * n];
+        for idx in 0..n {
+            let saved = std::array::from_fn(|k| out[(k + 1) * plane + at + idx]);
+            let dh = grad[at + idx] + dh_rec[idx];
+            let (d_g, d_c) = cell_bwd(
+                saved,
+                out[plane + s * n + idx],
+                dh,
+                grad[plane + at + idx] + dc[idx],
+            );
+            let g_at = (idx / h) * 4 * h + idx % h;
+            for (k, v) in d_g.into_iter().enumerate() {
+                dg[g_at + k * h] = v;
+            }
+            dc[idx] = d_c;
+        }
+        let dg = Tensor::from_slice(dg, (b, 4 * h), &Device::Cpu)?;
+        dh_rec.copy_from_slice(&dg.matmul(&w_hh)?.flatten_all()?.to_vec1::<T>()?);
+    }
+    Ok(d)
+}
+
+/// The contiguous view of a cuda storage of type `T`.
+#[cfg(feature = "cuda")]
+fn lstm_cuda_view<'a, T: candle::cuda_backend::CudaDType>(
+    s: &'a candle::CudaStorage,
+    l: &candle::Layout,
+) -> Result<candle::cuda_backend::cudarc::driver::CudaView<'a, T>> {
+    match l.contiguous_offsets() {
+        Some((start, end)) => Ok(s.as_cuda_slice::<T>()?.slice(start..end)),
+        None => candle::bail!("lstm: non-contiguous input"),
+    }
+}
+
+/// The launch configuration of the cell kernels, a thread per element of `[b, h]`.
+#[cfg(feature = "cuda")]
+fn lstm_launch_config(n: usize) -> candle::cuda_backend::cudarc::driver::LaunchConfig {
+    candle::cuda_backend::cudarc::driver::LaunchConfig {
+        grid_dim: (n.div_ceil(256).clamp(1, 65535 * 8) as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn lstm_seq_fwd_cuda<T>(
+    args: [(&candle::CudaStorage, &candle::Layout); 3],
+    (t, b, h): (usize, usize, usize),
+) -> Result<candle::CudaStorage>
+where
+    T: candle::cuda_backend::CudaDType
+        + candle::WithDType
+        + candle::cuda_backend::cudarc::driver::DeviceRepr,
+    candle::cuda_backend::cudarc::cublas::CudaBlas: candle::cuda_backend::cudarc::cublas::Gemm<T>,
+{
+    use candle::backend::BackendStorage;
+    use candle::cuda_backend::cudarc::cublas::{sys::cublasOperation_t, Gemm, GemmConfig};
+    use candle::cuda_backend::cudarc::driver::PushKernelArg;
+    use candle::cuda_backend::{kernel_name, kernels, WrapErr};
+    let dev = args[0].0.device().clone();
+    let xg = lstm_cuda_view::<T>(args[0].0, args[0].1)?;
+    let w_hh = lstm_cuda_view::<T>(args[1].0, args[1].1)?;
+    let state0 = lstm_cuda_view::<T>(args[2].0, args[2].1)?;
+    let (n, plane) = (b * h, (t + 1) * b * h);
+    // SAFETY: every element is written by the kernels (index 0 by the first step).
+    let out = unsafe { dev.alloc::<T>(6 * plane)? };
+    // SAFETY: written by each step's gemm before its kernel reads it.
+    let mut hw = unsafe { dev.alloc::<T>(4 * n)? };
+    let blas = dev.cublas_handle();
+    let func = dev.get_or_load_func(&kernel_name::<T>("lstm_seq_fwd"), &kernels::RNN)?;
+    // Row-major hw [b, 4h] = h_prev [b, h] w_hh^T: column-major w_hh^T^T h_prev^T.
+    let gemm = GemmConfig {
+        transa: cublasOperation_t::CUBLAS_OP_T,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: (4 * h) as i32,
+        n: b as i32,
+        k: h as i32,
+        alpha: T::from_f64(1.),
+        lda: h as i32,
+        ldb: h as i32,
+        beta: T::from_f64(0.),
+        ldc: (4 * h) as i32,
+    };
+    for s in 0..t {
+        let (h_prev, c_prev) = if s == 0 {
+            (state0.slice(..n), state0.slice(n..))
+        } else {
+            let c_at = plane + s * n;
+            (out.slice(s * n..(s + 1) * n), out.slice(c_at..c_at + n))
+        };
+        // SAFETY: ffi; the sizes were checked by lstm_seq_dims.
+        unsafe { blas.gemm(gemm, &w_hh, &h_prev, &mut hw) }.w()?;
+        let xg_s = xg.slice(s * 4 * n..(s + 1) * 4 * n);
+        let mut builder = func.builder();
+        builder.arg(&xg_s);
+        builder.arg(&hw);
+        builder.arg(&h_prev);
+        builder.arg(&c_prev);
+        builder.arg(&out);
+        builder.arg(&plane);
+        builder.arg(&s);
+        builder.arg(&b);
+        builder.arg(&h);
+        // SAFETY: ffi; the kernel writes index s + 1 (and 0 when s = 0), reads index s.
+        unsafe { builder.launch(lstm_launch_config(n)) }.w()?;
+    }
+    Ok(candle::CudaStorage::wrap_cuda_slice(out, dev))
+}
+
+#[cfg(feature = "cuda")]
+fn lstm_seq_bwd_cuda<T>(
+    args: [(&candle::CudaStorage, &candle::Layout); 3],
+    (t, b, h): (usize, usize, usize),
+) -> Result<candle::CudaStorage>
+where
+    T: candle::cuda_backend::CudaDType
+        + candle::WithDType
+        + candle::cuda_backend::cudarc::driver::DeviceRepr
+        + candle::cuda_backend::cudarc::driver::ValidAsZeroBits,
+    candle::cuda_backend::cudarc::cublas::CudaBlas: candle::cuda_backend::cudarc::cublas::Gemm<T>,
+{
+    use candle::backend::BackendStorage;
+    use candle::cuda_backend::cudarc::cublas::{sys::cublasOperation_t, Gemm, GemmConfig};
+    use candle::cuda_backend::cudarc::driver::PushKernelArg;
+    use candle::cuda_backend::{kernel_name, kernels, WrapErr};
+    let dev = args[0].0.device().clone();
+    let out = lstm_cuda_view::<T>(args[0].0, args[0].1)?;
+    let grad = lstm_cuda_view::<T>(args[1].0, args[1].1)?;
+    let w_hh = lstm_cuda_view::<T>(args[2].0, args[2].1)?;
+    let (n, plane) = (b * h, (t + 1) * b * h);
+    // SAFETY: the gradient of xg is written by the kernels, that of the state zeroed first.
+    let mut d = unsafe { dev.alloc::<T>(t * 4 * n + 2 * n)? };
+    let blas = dev.cublas_handle();
+    let func = dev.get_or_load_func(&kernel_name::<T>("lstm_seq_bwd"), &kernels::RNN)?;
+    // Row-major dh_rec [b, h] = dg [b, 4h] w_hh [4h, h]: column-major w_hh^T dg^T.
+    let gemm = GemmConfig {
+        transa: cublasOperation_t::CUBLAS_OP_N,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: h as i32,
+        n: b as i32,
+        k: (4 * h) as i32,
+        alpha: T::from_f64(1.),
+        lda: h as i32,
+        ldb: (4 * h) as i32,
+        beta: T::from_f64(0.),
+        ldc: h as i32,
+    };
+    {
+        let (mut d_xg, mut d_state0) = d.split_at_mut(t * 4 * n);
+        dev.cuda_stream().memset_zeros(&mut d_state0).w()?;
+        // The gradient of h_s through step s + 1 (dg_{s+1} w_hh), and that of c_s: those of
+        // h0 and c0 after the first step.
+        let (mut dh_rec, mut dc) = d_state0.split_at_mut(n);
+        for s in (0..t).rev() {
+            let mut dg = d_xg.slice_mut(s * 4 * n..(s + 1) * 4 * n);
+            {
+                let mut builder = func.builder();
+                builder.arg(&out);
+                builder.arg(&grad);
+                builder.arg(&mut dh_rec);
+                builder.arg(&mut dc);
+                builder.arg(&mut dg);
+                builder.arg(&plane);
+                builder.arg(&s);
+                builder.arg(&b);
+                builder.arg(&h);
+                // SAFETY: ffi; the sizes were checked by lstm_seq_bwd_dims.
+                unsafe { builder.launch(lstm_launch_config(n)) }.w()?;
+            }
+            // SAFETY: ffi; as above.
+            unsafe { blas.gemm(gemm, &w_hh, &dg, &mut dh_rec) }.w()?;
+        }
+    }
+    Ok(candle::CudaStorage::wrap_cuda_slice(d, dev))
+}
+
+impl candle::CustomOp3 for LstmSeq {
+    fn name(&self) -> &'static str {
+        "lstm-seq"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &candle::CpuStorage,
+        l1: &candle::Layout,
+        s2: &candle::CpuStorage,
+        l2: &candle::Layout,
+        s3: &candle::CpuStorage,
+        l3: &candle::Layout,
+    ) -> Result<(candle::CpuStorage, candle::Shape)> {
+        use candle::backend::BackendStorage;
+        let (t, b, h) = lstm_seq_dims(l1, l2, l3)?;
+        let out = match s1.dtype() {
+            DType::F32 => candle::CpuStorage::F32(lstm_seq_fwd_cpu(
+                lstm_slice::<f32>(s1, l1)?,
+                lstm_slice::<f32>(s2, l2)?,
+                lstm_slice::<f32>(s3, l3)?,
+                (t, b, h),
+            )?),
+            DType::F64 => candle::CpuStorage::F64(lstm_seq_fwd_cpu(
+                lstm_slice::<f64>(s1, l1)?,
+                lstm_slice::<f64>(s2, l2)?,
+                lstm_slice::<f64>(s3, l3)?,
+                (t, b, h),
+            )?),
+            dt => candle::bail!("lstm seq: no fused kernel for {dt:?}"),
+        };
+        Ok((out, (6, t + 1, b, h).into()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle::CudaStorage,
+        l1: &candle::Layout,
+        s2: &candle::CudaStorage,
+        l2: &candle::Layout,
+        s3: &candle::CudaStorage,
+        l3: &candle::Layout,
+    ) -> Result<(candle::CudaStorage, candle::Shape)> {
+        use candle::backend::BackendStorage;
+        let dims = lstm_seq_dims(l1, l2, l3)?;
+        let args = [(s1, l1), (s2, l2), (s3, l3)];
+        let out = match s1.dtype() {
+            DType::F32 => lstm_seq_fwd_cuda::<f32>(args, dims)?,
+            DType::F64 => lstm_seq_fwd_cuda::<f64>(args, dims)?,
+            dt => candle::bail!("lstm seq: no fused kernel for {dt:?}"),
+        };
+        let (t, b, h) = dims;
+        Ok((out, (6, t + 1, b, h).into()))
+    }
+
+    fn bwd(
+        &self,
+        _xg: &Tensor,
+        w_hh: &Tensor,
+        _state0: &Tensor,
+        res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (_, t1, b, h) = res.dims4()?;
+        let (t, n) = (t1 - 1, b * h);
+        let packed = res.apply_op3_no_bwd(&grad.contiguous()?, &w_hh.contiguous()?, &LstmSeqBwd)?;
+        let d_xg = packed.narrow(0, 0, t * 4 * n)?;
+        // d w_hh = sum over the steps of dg_s^T h_{s-1}, with h_{s-1} at index s of the h plane.
+        let h_prev = res.get(0)?.narrow(0, 0, t)?.reshape((t * b, h))?;
+        let d_w_hh = d_xg.reshape((t * b, 4 * h))?.t()?.matmul(&h_prev)?;
+        let d_state0 = packed.narrow(0, t * 4 * n, 2 * n)?.reshape((2, b, h))?;
+        Ok((
+            Some(d_xg.reshape((t, b, 4 * h))?),
+            Some(d_w_hh),
+            Some(d_state0),
+        ))
+    }
+}
+
+impl candle::CustomOp3 for LstmSeqBwd {
+    fn name(&self) -> &'static str {
+        "lstm-seq-bwd"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &candle::CpuStorage,
+        l1: &candle::Layout,
+        s2: &candle::CpuStorage,
+        l2: &candle::Layout,
+        s3: &candle::CpuStorage,
+        l3: &candle::Layout,
+    ) -> Result<(candle::CpuStorage, candle::Shape)> {
+        use candle::backend::BackendStorage;
+        let (t, b, h) = lstm_seq_bwd_dims(l1, l2, l3)?;
+        let d = match s1.dtype() {
+            DType::F32 => candle::CpuStorage::F32(lstm_seq_bwd_cpu(
+                lstm_slice::<f32>(s1, l1)?,
+                lstm_slice::<f32>(s2, l2)?,
+                lstm_slice::<f32>(s3, l3)?,
+                (t, b, h),
+            )?),
+            DType::F64 => candle::CpuStorage::F64(lstm_seq_bwd_cpu(
+                lstm_slice::<f64>(s1, l1)?,
+                lstm_slice::<f64>(s2, l2)?,
+                lstm_slice::<f64>(s3, l3)?,
+                (t, b, h),
+            )?),
+            dt => candle::bail!("lstm seq: no fused kernel for {dt:?}"),
+        };
+        Ok((d, (t * 4 * b * h + 2 * b * h).into()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle::CudaStorage,
+        l1: &candle::Layout,
+        s2: &candle::CudaStorage,
+        l2: &candle::Layout,
+        s3: &candle::CudaStorage,
+        l3: &candle::Layout,
+    ) -> Result<(candle::CudaStorage, candle::Shape)> {
+        use candle::backend::BackendStorage;
+        let dims = lstm_seq_bwd_dims(l1, l2, l3)?;
+        let args = [(s1, l1), (s2, l2), (s3, l3)];
+        let d = match s1.dtype() {
+            DType::F32 => lstm_seq_bwd_cuda::<f32>(args, dims)?,
+            DType::F64 => lstm_seq_bwd_cuda::<f64>(args, dims)?,
+            dt => candle::bail!("lstm seq: no fused kernel for {dt:?}"),
+        };
+        let (t, b, h) = dims;
+        Ok((d, (t * 4 * b * h + 2 * b * h).into()))
     }
 }
 

@@ -244,3 +244,95 @@ candle::test_device!(
     lstm_seq_matches_steps_gpu,
     lstm_seq_matches_steps_metal
 );
+
+/// `LSTM::seq_output` (the recurrence as one op on cpu and cuda) against `LSTM::step` for
+/// each step: outputs, last state and the gradients of the input, the initial state and the
+/// weights.
+fn lstm_seq_output_matches_steps(dev: &Device) -> Result<()> {
+    let dtypes: &[DType] = if dev.is_metal() {
+        &[DType::F32]
+    } else {
+        &[DType::F64, DType::F32]
+    };
+    for &dtype in dtypes {
+        for (b, t, f, h) in [(3, 7, 4, 5), (2, 1, 3, 4), (1, 3, 2, 33)] {
+            let vm = candle_nn::VarMap::new();
+            let vb = candle_nn::VarBuilder::from_varmap(&vm, dtype, dev);
+            let cfg = candle_nn::LSTMConfig {
+                b_hh_init: Some(candle_nn::Init::Uniform { lo: -0.5, up: 0.5 }),
+                b_ih_init: Some(candle_nn::Init::Uniform { lo: -0.5, up: 0.5 }),
+                ..Default::default()
+            };
+            let lstm = candle_nn::lstm(f, h, cfg, vb)?;
+            let var = |len: usize, k: usize, shape: &[usize]| -> Result<candle::Var> {
+                let v: Vec<f64> = (0..len).map(|i| ((i * k) % 13) as f64 / 6. - 1.).collect();
+                candle::Var::from_tensor(&Tensor::new(v, dev)?.reshape(shape)?.to_dtype(dtype)?)
+            };
+            let x = var(b * t * f, 5, &[b, t, f])?;
+            let (h0, c0) = (var(b * h, 7, &[b, h])?, var(b * h, 3, &[b, h])?);
+            let init =
+                candle_nn::rnn::LSTMState::new(h0.as_tensor().clone(), c0.as_tensor().clone());
+            let mut results = vec![];
+            for by_step in [false, true] {
+                let (out, last) = if by_step {
+                    let mut states: Vec<candle_nn::rnn::LSTMState> = vec![];
+                    for s in 0..t {
+                        let xs = x.i((.., s, ..))?.contiguous()?;
+                        let prev = states.last().unwrap_or(&init).clone();
+                        states.push(lstm.step(&xs, &prev)?);
+                    }
+                    (lstm.states_to_tensor(&states)?, states[t - 1].clone())
+                } else {
+                    lstm.seq_output(&x, &init)?
+                };
+                assert_eq!(out.dims(), [b, t, h]);
+                let loss = (out.sqr()?.sum_all()? + out.sum_all()?)?;
+                let loss = ((loss + (last.c() * 0.5)?.sum_all()?)? + last.h().sqr()?.sum_all()?)?;
+                let grads = loss.backward()?;
+                let mut r = vec![
+                    out.flatten_all()?,
+                    last.h().flatten_all()?,
+                    last.c().flatten_all()?,
+                ];
+                for v in [&x, &h0, &c0] {
+                    r.push(grads.get(v).expect("no grad for an input").flatten_all()?);
+                }
+                for (_, v) in vm.data().lock().unwrap().iter() {
+                    r.push(grads.get(v).expect("no grad for a weight").flatten_all()?);
+                }
+                results.push(r);
+            }
+            let tol = if dtype == DType::F64 { 1e-12 } else { 2e-5 };
+            for (k, (got, want)) in results[0].iter().zip(&results[1]).enumerate() {
+                let scale = want
+                    .abs()?
+                    .max_all()?
+                    .to_dtype(DType::F64)?
+                    .to_scalar::<f64>()?;
+                let diff = (got - want)?.abs()?.max_all()?.to_dtype(DType::F64)?;
+                let diff = diff.to_scalar::<f64>()?;
+                assert!(
+                    diff <= tol * scale.max(1.),
+                    "{dtype:?} {:?} tensor {k}: max diff {diff:e}",
+                    (b, t, f, h)
+                );
+            }
+        }
+    }
+    // Clear errors for what cannot work.
+    let vb = candle_nn::VarBuilder::zeros(DType::F32, dev);
+    let lstm = candle_nn::lstm(2, 3, Default::default(), vb)?;
+    let init = lstm.zero_state(4)?;
+    let err = lstm.seq_output(&Tensor::zeros((4, 0, 2), DType::F32, dev)?, &init);
+    assert!(err.unwrap_err().to_string().contains("without time steps"));
+    let err = lstm.seq_output(&Tensor::zeros((5, 2, 2), DType::F32, dev)?, &init);
+    assert!(err.unwrap_err().to_string().contains("initial h"));
+    Ok(())
+}
+
+candle::test_device!(
+    lstm_seq_output_matches_steps,
+    lstm_seq_output_matches_steps_cpu,
+    lstm_seq_output_matches_steps_gpu,
+    lstm_seq_output_matches_steps_metal
+);
