@@ -5,7 +5,7 @@ use crate::grn::{GateAddNorm, Grn};
 use crate::vsn::VariableSelection;
 use candle_core::{Module, Result, Tensor};
 use candle_nn::rnn::LSTMState;
-use candle_nn::{linear, lstm, LSTMConfig, Linear, VarBuilder, LSTM, RNN};
+use candle_nn::{linear, lstm, LSTMConfig, Linear, VarBuilder, LSTM};
 
 #[derive(Debug, Clone)]
 pub struct TftConfig {
@@ -116,19 +116,9 @@ impl Tft {
 
         // Sequence-to-sequence LSTM, initial state from the static context.
         let init = LSTMState::new(c_h, c_c);
-        let enc_states = self.lstm_enc.seq_init(&past_emb, &init)?;
-        let last = enc_states
-            .last()
-            .cloned()
-            .ok_or_else(|| candle_core::Error::Msg("empty lookback".into()))?;
-        let dec_states = self.lstm_dec.seq_init(&fut_emb, &last)?;
-        let lstm_out = Tensor::cat(
-            &[
-                self.lstm_enc.states_to_tensor(&enc_states)?,
-                self.lstm_dec.states_to_tensor(&dec_states)?,
-            ],
-            1,
-        )?;
+        let (enc_out, last) = self.lstm_enc.seq_output(&past_emb, &init)?;
+        let (dec_out, _) = self.lstm_dec.seq_output(&fut_emb, &last)?;
+        let lstm_out = Tensor::cat(&[enc_out, dec_out], 1)?;
         let emb = Tensor::cat(&[&past_emb, &fut_emb], 1)?;
         let phi = self.post_lstm.forward(&lstm_out, &emb)?;
 
