@@ -117,7 +117,8 @@ if has profile && [ -x "$B/tft-bin-tft" ]; then
   step profile-kernel 200 "$B/tft-bin-tft" --device cuda --profile 50 --layer-norm kernel
   step profile-composite 200 "$B/tft-bin-tft" --device cuda --profile 50 --layer-norm composite
   step profile-kernel-event-tracking 200 env CANDLE_CUDA_EVENT_TRACKING=1 "$B/tft-bin-tft" --device cuda --profile 50 --layer-norm kernel
-  # PREV_TFT=.gpu/<name>.tar.xz (a tft binary of an earlier commit): the same profile with it.
+  # PREV_TFT=.gpu/<name>.tar.xz (a tft binary of an earlier commit): the same profile with it
+  # (and in `paper`, the paper-size profile and 1-epoch run).
   if [ -n "${PREV_TFT:-}" ] && [ -f "$PREV_TFT" ]; then
     mkdir -p /tmp/prev-tft && tar -C /tmp/prev-tft -xJf "$PREV_TFT"
     step profile-kernel-prev 200 /tmp/prev-tft/tft-bin-tft --device cuda --profile 50 --layer-norm kernel
@@ -140,6 +141,11 @@ if has paper && [ -x "$B/tft-bin-tft" ]; then
   step profile-paper-composite 300 "$B/tft-bin-tft" --device cuda "${P[@]}" --profile 20 --layer-norm composite
   step tft-paper-kernel 400 "$B/tft-bin-tft" --device cuda "${P[@]}" --epochs 1 --quiet --layer-norm kernel
   step tft-paper-composite 400 "$B/tft-bin-tft" --device cuda "${P[@]}" --epochs 1 --quiet --layer-norm composite
+  if [ -n "${PREV_TFT:-}" ] && [ -f "$PREV_TFT" ]; then
+    mkdir -p /tmp/prev-tft && tar -C /tmp/prev-tft -xJf "$PREV_TFT"
+    step profile-paper-kernel-prev 300 /tmp/prev-tft/tft-bin-tft --device cuda "${P[@]}" --profile 20 --layer-norm kernel
+    step tft-paper-kernel-prev 400 /tmp/prev-tft/tft-bin-tft --device cuda "${P[@]}" --epochs 1 --quiet --layer-norm kernel
+  fi
   if [ -f bench/scripts/tft_torch.py ]; then
     "$B/tft-bin-tft" "${P[@]}" --dump-data /tmp/synth.csv > "$OUT/synth-dump.log" 2>&1
     fp=$(sed -n 's/^data fingerprint: \([0-9.-]*\).*/\1/p' "$OUT/synth-dump.log" | head -1)
