@@ -184,8 +184,8 @@ impl LSTM {
         &self.config
     }
 
-    /// The outputs of all the steps, `[batch, seq_len, hidden]`, and the last state for an
-    /// input `[batch, seq_len, features]` and an initial state: the same as
+    /// The outputs of all the steps, `[batch, seq_len, hidden]` (contiguous), and the last
+    /// state for an input `[batch, seq_len, features]` and an initial state: the same as
     /// [`RNN::seq_init`] then [`RNN::states_to_tensor`]. On cpu and cuda for f32 and f64 the
     /// recurrence is one op forward and one backward (a gemm and a fused cell per step inside
     /// it, no tensor per step), and the gradient of the recurrent weights one matmul.
@@ -220,13 +220,13 @@ impl LSTM {
         let out = xg.apply_op3(&self.w_hh.contiguous()?, &state0, LstmSeq)?;
         let hs = out.get(0)?;
         let (h, c) = (hs.get(seq_len)?, out.get(1)?.get(seq_len)?);
-        let hs = hs.narrow(0, 1, seq_len)?.transpose(0, 1)?;
+        let hs = hs.narrow(0, 1, seq_len)?.transpose(0, 1)?.contiguous()?;
         if out.track_op() {
-            // The backward reads the gate activations in `out`: the results stay views of it.
+            // The backward reads the gate activations in `out`: h and c stay views of it.
             Ok((hs, LSTMState { h, c }))
         } else {
             let (h, c) = (h.force_contiguous()?, c.force_contiguous()?);
-            Ok((hs.contiguous()?, LSTMState { h, c }))
+            Ok((hs, LSTMState { h, c }))
         }
     }
 

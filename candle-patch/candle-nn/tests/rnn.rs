@@ -286,6 +286,8 @@ fn lstm_seq_output_matches_steps(dev: &Device) -> Result<()> {
                     lstm.seq_output(&x, &init)?
                 };
                 assert_eq!(out.dims(), [b, t, h]);
+                // A transposed view would fail in a cuda matmul downstream.
+                assert!(out.is_contiguous(), "the output is not contiguous");
                 let loss = (out.sqr()?.sum_all()? + out.sum_all()?)?;
                 let loss = ((loss + (last.c() * 0.5)?.sum_all()?)? + last.h().sqr()?.sum_all()?)?;
                 let grads = loss.backward()?;
