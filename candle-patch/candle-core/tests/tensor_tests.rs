@@ -452,7 +452,7 @@ fn sum_dims(device: &Device) -> Result<()> {
 // Few outputs and many rows to sum, long rows, or many outputs of a few elements each: on CUDA,
 // sums over a run of dims of a contiguous tensor add the rows in chunks, then the partial sums.
 fn sum_dims_chunked(device: &Device) -> Result<()> {
-    let cases: [(&[usize], &[usize]); 10] = [
+    let cases: [(&[usize], &[usize]); 14] = [
         (&[2, 70000], &[1]),
         (&[131072], &[0]),
         (&[65537], &[0]),
@@ -463,6 +463,10 @@ fn sum_dims_chunked(device: &Device) -> Result<()> {
         (&[40000, 1, 3], &[0, 1]),
         (&[50000, 4], &[1]),
         (&[2, 80, 3], &[1]),
+        (&[3000, 160], &[1]),
+        (&[7, 5, 100], &[2]),
+        (&[3, 4, 250], &[1, 2]),
+        (&[5, 33], &[1]),
     ];
     for (dims, sum_dims) in cases {
         let n: usize = dims.iter().product();

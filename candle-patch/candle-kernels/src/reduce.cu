@@ -81,6 +81,36 @@ __device__ void fast_sum_cols(const size_t outer, const size_t red, const size_t
     fast_sum_cols<TYPENAME, ACC>(outer, red, inner, chunk, src, dst);          \
   }
 
+// Sums each row of a contiguous [rows, cols] source, a warp per row: the lanes read
+// consecutive elements, then a shuffle reduction in a fixed order. For short rows, where a
+// block per row leaves most of its threads idle.
+template <typename T, typename A>
+__device__ void fast_sum_rows(const size_t rows, const size_t cols, const T *src, T *dst) {
+  const unsigned lane = threadIdx.x % 32;
+  const size_t warps = (size_t)gridDim.x * blockDim.x / 32;
+  for (size_t row = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32; row < rows;
+       row += warps) {
+    const T *p = src + row * cols;
+    A acc = 0;
+    for (size_t c = lane; c < cols; c += 32) {
+      acc += static_cast<A>(p[c]);
+    }
+#pragma unroll
+    for (int mask = 16; mask > 0; mask >>= 1) {
+      acc += __shfl_xor_sync(0xffffffff, acc, mask, 32);
+    }
+    if (lane == 0) {
+      dst[row] = static_cast<T>(acc);
+    }
+  }
+}
+
+#define SUM_ROWS_OP(TYPENAME, ACC, FN_NAME)                                    \
+  extern "C" __global__ void FN_NAME(const size_t rows, const size_t cols,    \
+                                     const TYPENAME *src, TYPENAME *dst) {     \
+    fast_sum_rows<TYPENAME, ACC>(rows, cols, src, dst);                        \
+  }
+
 static __device__ __forceinline__ float2 warp_reduce_sum(float2 a) {
 #pragma unroll
     for (int mask = 16; mask > 0; mask >>= 1) {
@@ -555,6 +585,7 @@ ROPE_OP(__nv_bfloat16, rope_bf16, rope_i_bf16, rope_thd_bf16)
 SUM_OP(__nv_bfloat16, sum_bf16)
 FAST_OP(__nv_bfloat16, fast_min_bf16, fast_max_bf16, fast_argmin_bf16, fast_argmax_bf16, fast_sum_bf16)
 SUM_COLS_OP(__nv_bfloat16, float, fast_sum_cols_bf16)
+SUM_ROWS_OP(__nv_bfloat16, float, fast_sum_rows_bf16)
 
 // NOTE: No reduce ops for f8
 // SUM_OP(__nv_fp8_e4m3, sum_fp8_e4m3)
@@ -571,6 +602,7 @@ ROPE_OP(__half, rope_f16, rope_i_f16, rope_thd_f16)
 SUM_OP(__half, sum_f16)
 FAST_OP(__half, fast_min_f16, fast_max_f16, fast_argmin_f16, fast_argmax_f16, fast_sum_f16)
 SUM_COLS_OP(__half, float, fast_sum_cols_f16)
+SUM_ROWS_OP(__half, float, fast_sum_rows_f16)
 #endif
 
 SUM_OP(float, sum_f32)
@@ -589,7 +621,12 @@ FAST_OP(uint32_t, fast_min_u32, fast_max_u32, fast_argmin_u32, fast_argmax_u32, 
 FAST_OP(int64_t, fast_min_i64, fast_max_i64, fast_argmin_i64, fast_argmax_i64, fast_sum_i64)
 FAST_OP(uint8_t, fast_min_u8, fast_max_u8, fast_argmin_u8, fast_argmax_u8, fast_sum_u8)
 SUM_COLS_OP(float, float, fast_sum_cols_f32)
+SUM_ROWS_OP(float, float, fast_sum_rows_f32)
 SUM_COLS_OP(double, double, fast_sum_cols_f64)
+SUM_ROWS_OP(double, double, fast_sum_rows_f64)
 SUM_COLS_OP(uint32_t, uint32_t, fast_sum_cols_u32)
+SUM_ROWS_OP(uint32_t, uint32_t, fast_sum_rows_u32)
 SUM_COLS_OP(int64_t, int64_t, fast_sum_cols_i64)
+SUM_ROWS_OP(int64_t, int64_t, fast_sum_rows_i64)
 SUM_COLS_OP(uint8_t, uint8_t, fast_sum_cols_u8)
+SUM_ROWS_OP(uint8_t, uint32_t, fast_sum_rows_u8)

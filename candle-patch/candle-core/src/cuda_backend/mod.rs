@@ -366,6 +366,31 @@ fn sum_cols<T: DeviceRepr + WithDType + ValidAsZeroBits>(
     }
 }
 
+/// Sums each row of the contiguous `[rows, cols]` source with `fast_sum_rows`, a warp per row.
+fn sum_rows<T: DeviceRepr + WithDType + ValidAsZeroBits>(
+    src: &cudarc::driver::CudaView<'_, T>,
+    dev: &CudaDevice,
+    rows: usize,
+    cols: usize,
+) -> Result<CudaSlice<T>> {
+    const BLOCK: usize = 256;
+    let func = dev.get_or_load_func(&kernel_name::<T>("fast_sum_rows"), &kernels::REDUCE)?;
+    // SAFETY: every row is written by the kernel.
+    let out = unsafe { dev.alloc::<T>(rows)? };
+    let cfg = LaunchConfig {
+        grid_dim: ((rows * 32).div_ceil(BLOCK).min(1 << 20) as u32, 1, 1),
+        block_dim: (BLOCK as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut builder = func.builder();
+    barg!(builder, rows, cols);
+    builder.arg(src);
+    builder.arg(&out);
+    // SAFETY: ffi.
+    unsafe { builder.launch(cfg) }.w()?;
+    Ok(out)
+}
+
 struct FastReduce<'a>(&'a [usize], ReduceOp);
 impl Map1Any for FastReduce<'_> {
     fn f<T: DeviceRepr + WithDType + ValidAsZeroBits, W: Fn(CudaSlice<T>) -> S>(
@@ -384,6 +409,12 @@ impl Map1Any for FastReduce<'_> {
             if src_el > 0 && (inner > 1 || red <= 32) {
                 let src = src.slice(layout.start_offset()..);
                 return Ok(wrap(sum_cols(&src, dev, outer, red, inner)?));
+            }
+            // Short rows: the kernel below gives each row a block of up to 1024 threads, most
+            // of them idle. A warp per row.
+            if src_el > 0 && inner == 1 && red <= 1024 {
+                let src = src.slice(layout.start_offset()..);
+                return Ok(wrap(sum_rows(&src, dev, outer, red)?));
             }
             // A few long rows (`sum_all`): the kernel below gives each row one block. Sum each
             // row as a [red / k, k] matrix over its columns, then the k column sums.
