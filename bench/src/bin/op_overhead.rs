@@ -113,6 +113,21 @@ fn cases(dev: &Device) -> Result<Vec<Case>> {
         bytes: elems(&x),
         op: Box::new(move || x.sum_all()),
     });
+    // The GRN's ELU, forward then backward from a ones gradient: x in, y out; x, y, the
+    // gradient in, dx out.
+    let x = candle_core::Var::from_tensor(&randn(&[256, 168, 160], dev)?)?;
+    v.push(Case {
+        name: "elu_fwd_bwd",
+        shapes: "[256, 168, 160]".into(),
+        bytes: 6 * elems(&x),
+        op: Box::new(move || {
+            let grads = x.elu(1.)?.backward()?;
+            grads
+                .get(&x)
+                .cloned()
+                .ok_or_else(|| candle_core::Error::Msg("no gradient for x".into()))
+        }),
+    });
     let x = randn(&[256, 168, 8, 160], dev)?;
     v.push(Case {
         name: "ge_scalar",
