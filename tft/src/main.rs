@@ -41,7 +41,21 @@ fn cuda_device() -> Result<Device> {
     Ok(Device::new_cuda(0)?)
 }
 
+/// The program runs on a worker of its own rayon pool (as many threads as rayon's default), so
+/// candle's parallel CPU ops (gemm, layer norm, softmax) take the calling thread as one of their
+/// workers. Called from outside a pool, each such op hands its work to rayon's global pool and
+/// sleeps, and after it the pool's idle workers spin beside the program's next serial ops: on
+/// 2 cores the TFT step took ~10% longer (bench/results/2026-12-01-cpu-step-lstm/).
 fn main() -> Result<()> {
+    rayon::ThreadPoolBuilder::new()
+        // The main thread's stack size: candle's backward walks the graph recursively.
+        .stack_size(8 << 20)
+        .build()
+        .map_err(|e| anyhow::anyhow!("could not start the CPU thread pool: {e}"))?
+        .install(run)
+}
+
+fn run() -> Result<()> {
     tft::heap::keep_freed_memory();
     let args = cli::parse();
     let t_start = Instant::now();
