@@ -63,6 +63,28 @@ struct Row {
     bytes: usize,
 }
 
+impl Row {
+    /// `imp`'s time at `level` (fwd, bwd, ...) on a tensor of `dtype` and `(rows, cols)`.
+    fn new(
+        imp: &'static str,
+        level: &'static str,
+        dtype: DType,
+        (rows, cols): (usize, usize),
+        us: f64,
+        bytes: usize,
+    ) -> Self {
+        Self {
+            imp,
+            level,
+            dtype,
+            rows,
+            cols,
+            us,
+            bytes,
+        }
+    }
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     let dev = match args.device.as_str() {
@@ -138,15 +160,7 @@ fn bench_ops(
     let us = time_us(dev, iters, reps, || {
         candle_nn::ops::layer_norm(x, w, b, EPS).map(drop)
     })?;
-    let row = |level, us, bytes| Row {
-        imp: "fused",
-        level,
-        dtype,
-        rows,
-        cols,
-        us,
-        bytes,
-    };
+    let row = |level, us, bytes| Row::new("fused", level, dtype, (rows, cols), us, bytes);
     out.push(row("fwd", us, fwd_bytes));
     let us = time_us(dev, iters, reps, || {
         candle_nn::ops::layer_norm_bwd(x, Some(w), dy, EPS, true).map(drop)
@@ -176,17 +190,8 @@ fn bench_shape(
     let [x, w, b, dy] = inputs;
     let (fwd_bytes, bwd_bytes) = op_bytes(dtype, rows, cols);
     let iters = iters_for(fwd_bytes);
-    let mut push = |imp, level, us, bytes| {
-        out.push(Row {
-            imp,
-            level,
-            dtype,
-            rows,
-            cols,
-            us,
-            bytes,
-        })
-    };
+    let mut push =
+        |imp, level, us, bytes| out.push(Row::new(imp, level, dtype, (rows, cols), us, bytes));
 
     if dev.is_cuda() {
         let us = time_us(dev, iters, reps, || {
