@@ -45,7 +45,7 @@ fn cuda_device() -> Result<Device> {
 /// candle's parallel CPU ops (gemm, layer norm, softmax) take the calling thread as one of their
 /// workers. Called from outside a pool, each such op hands its work to rayon's global pool and
 /// sleeps, and after it the pool's idle workers spin beside the program's next serial ops: on
-/// 2 cores the TFT step took ~10% longer (bench/results/2026-12-01-cpu-step-lstm/).
+/// 2 cores the TFT step took 1.1–1.6× as long (bench/results/2026-12-01-cpu-step-lstm/).
 fn main() -> Result<()> {
     rayon::ThreadPoolBuilder::new()
         // The main thread's stack size: candle's backward walks the graph recursively.
