@@ -1,6 +1,8 @@
 //! CPU: the fused layer norm (f32) forward, its backward op alone (`ops::layer_norm_bwd`, dx,
 //! dw and db) and the autograd step (`y = layer_norm(..)`, `(y * dy).backward()`), against the
-//! composite `layer_norm_slow`. `bench/scripts/cpu_torch.py` times PyTorch's CPU kernels at the
+//! composite `layer_norm_slow`, and two element-wise ops that move the same bytes as the forward
+//! (`affine`: one read, one write) and as the backward's dx (`mul`: two reads, one write), the
+//! speed this machine's memory and candle's allocations allow. `bench/scripts/cpu_torch.py` times PyTorch's CPU kernels at the
 //! same shapes with the same thread count; `LN_CPU_SHAPES=RxC,RxC` picks the shapes.
 
 use candle_core::{Device, Tensor, Var};
@@ -50,7 +52,13 @@ fn bench(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("composite_fwd", &shape), &(), |bch, _| {
             bch.iter(|| candle_nn::ops::layer_norm_slow(&x, &w, &b, 1e-5).unwrap())
         });
+        group.bench_with_input(BenchmarkId::new("affine", &shape), &(), |bch, _| {
+            bch.iter(|| x.affine(2.0, 1.0).unwrap())
+        });
         group.throughput(Throughput::Bytes((rows * cols * 4 * 3) as u64));
+        group.bench_with_input(BenchmarkId::new("mul", &shape), &(), |bch, _| {
+            bch.iter(|| (&x * &dy).unwrap())
+        });
         group.bench_with_input(BenchmarkId::new("fused_bwd", &shape), &(), |bch, _| {
             bch.iter(|| candle_nn::ops::layer_norm_bwd(&x, Some(&w), &dy, 1e-5, true).unwrap())
         });

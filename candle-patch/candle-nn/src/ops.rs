@@ -905,10 +905,13 @@ trait LayerNormDType: candle::WithDType {
     type Acc: num_traits::Float + Send + Sync;
     fn to_acc(self) -> Self::Acc;
     fn from_acc(v: Self::Acc) -> Self;
+    /// `row` in the accumulation type: the row itself when it already is, else converted into
+    /// `buf` (reused across rows).
+    fn acc_row<'a>(row: &'a [Self], buf: &'a mut Vec<Self::Acc>) -> &'a [Self::Acc];
 }
 
 macro_rules! layer_norm_dtype {
-    ($t:ty, $acc:ty, $to:expr, $from:expr) => {
+    ($t:ty, $acc:ty, $to:expr, $from:expr, $acc_row:expr) => {
         impl LayerNormDType for $t {
             type Acc = $acc;
             fn to_acc(self) -> $acc {
@@ -917,61 +920,135 @@ macro_rules! layer_norm_dtype {
             fn from_acc(v: $acc) -> Self {
                 $from(v)
             }
+            fn acc_row<'a>(row: &'a [Self], buf: &'a mut Vec<$acc>) -> &'a [$acc] {
+                $acc_row(row, buf)
+            }
         }
     };
 }
-layer_norm_dtype!(f32, f32, |v| v, |v| v);
-layer_norm_dtype!(f64, f64, |v| v, |v| v);
-layer_norm_dtype!(half::f16, f32, half::f16::to_f32, half::f16::from_f32);
-layer_norm_dtype!(half::bf16, f32, half::bf16::to_f32, half::bf16::from_f32);
+fn same_row<'a, T>(row: &'a [T], _: &'a mut Vec<T>) -> &'a [T] {
+    row
+}
+fn converted_row<'a, T: LayerNormDType>(row: &[T], buf: &'a mut Vec<T::Acc>) -> &'a [T::Acc] {
+    buf.clear();
+    buf.extend(row.iter().map(|v| v.to_acc()));
+    buf
+}
+layer_norm_dtype!(f32, f32, |v| v, |v| v, same_row);
+layer_norm_dtype!(f64, f64, |v| v, |v| v, same_row);
+layer_norm_dtype!(
+    half::f16,
+    f32,
+    half::f16::to_f32,
+    half::f16::from_f32,
+    converted_row
+);
+layer_norm_dtype!(
+    half::bf16,
+    f32,
+    half::bf16::to_f32,
+    half::bf16::from_f32,
+    converted_row
+);
 
-/// Accumulators a row sum is split over: independent chains that the compiler keeps in vector
-/// registers. Combined in a fixed order, so a sum only depends on the row length.
-const ROW_SUM_LANES: usize = 8;
+/// Lanes of the row sums: independent accumulator chains, four 4-wide vector registers per sum
+/// for f32 (an add waits ~3 cycles for the previous one), half as many where a pass keeps four
+/// sums (the registers run out). The lanes are combined in a fixed order, so a sum only depends
+/// on the row length.
+const ROW_LANES: usize = 16;
+const ROW_LANES_BWD: usize = 8;
 
-/// `sum(f(a[i], b[i]))` over two rows of the same length, in `ROW_SUM_LANES` chains.
+/// A row's elements in blocks of `N`, and the elements past the last whole block.
+fn row_blocks<A, const N: usize>(row: &[A]) -> (std::slice::ChunksExact<'_, A>, &[A]) {
+    let blocks = row.chunks_exact(N);
+    let tail = blocks.remainder();
+    (blocks, tail)
+}
+
+/// The lanes of a sum, combined pairwise (a short dependency chain: short rows are dominated by
+/// it), then the elements past the last whole block in order.
 #[inline(always)]
-fn row_sum2<A: num_traits::Float>(a: &[A], b: &[A], f: impl Fn(A, A) -> A) -> A {
-    let mut acc = [A::zero(); ROW_SUM_LANES];
-    let (ca, cb) = (a.chunks_exact(ROW_SUM_LANES), b.chunks_exact(ROW_SUM_LANES));
-    let tail = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .fold(A::zero(), |s, (&a, &b)| s + f(a, b));
-    for (ca, cb) in ca.zip(cb) {
-        for j in 0..ROW_SUM_LANES {
-            acc[j] = acc[j] + f(ca[j], cb[j]);
-        }
-    }
-    let mut width = ROW_SUM_LANES / 2;
+fn fold_lanes<A: num_traits::Float, const N: usize>(
+    mut lanes: [A; N],
+    tail: impl Iterator<Item = A>,
+) -> A {
+    let mut width = N / 2;
     while width > 0 {
         for j in 0..width {
-            acc[j] = acc[j] + acc[j + width];
+            lanes[j] = lanes[j] + lanes[j + width];
         }
         width /= 2;
     }
-    acc[0] + tail
+    tail.fold(lanes[0], |s, v| s + v)
 }
 
-/// `sum(f(a[i]))` over a row, in `ROW_SUM_LANES` chains.
-#[inline(always)]
-fn row_sum<A: num_traits::Float>(a: &[A], f: impl Fn(A) -> A) -> A {
-    row_sum2(a, a, |v, _| f(v))
+/// Per-lane sums of `d = x - shift` and `d * d` over the whole blocks of a row. Not inlined,
+/// like the other lane functions: inside the caller the vectorizer shapes the lanes after their
+/// final reduction (2-wide and scalar code); on their own they fill vector registers.
+#[inline(never)]
+fn row_moment_lanes<A: num_traits::Float>(x: &[A], shift: A) -> [[A; ROW_LANES]; 2] {
+    let mut sum = [[A::zero(); ROW_LANES]; 2];
+    for x in row_blocks::<A, ROW_LANES>(x).0 {
+        for j in 0..ROW_LANES {
+            let d = x[j] - shift;
+            sum[0][j] = sum[0][j] + d;
+            sum[1][j] = sum[1][j] + d * d;
+        }
+    }
+    sum
+}
+
+/// Per-lane sums of `(x - shift - mean)^2` over the whole blocks of a row.
+#[inline(never)]
+fn row_var_lanes<A: num_traits::Float>(x: &[A], shift: A, mean: A) -> [A; ROW_LANES] {
+    let mut sum = [A::zero(); ROW_LANES];
+    for x in row_blocks::<A, ROW_LANES>(x).0 {
+        for j in 0..ROW_LANES {
+            let d = x[j] - shift - mean;
+            sum[j] = sum[j] + d * d;
+        }
+    }
+    sum
+}
+
+/// Per-lane sums of `d`, `d * d`, `g` and `g * d` with `d = x - shift`, `g = dy * alpha`, over
+/// the whole blocks of a row: the backward's statistics and its two row sums in one pass.
+#[inline(never)]
+fn row_bwd_lanes<A: num_traits::Float>(
+    (x, dy, alpha): (&[A], &[A], &[A]),
+    shift: A,
+) -> [[A; ROW_LANES_BWD]; 4] {
+    let mut sum = [[A::zero(); ROW_LANES_BWD]; 4];
+    let blocks = |v| row_blocks::<A, ROW_LANES_BWD>(v).0;
+    for ((x, dy), a) in blocks(x).zip(blocks(dy)).zip(blocks(alpha)) {
+        for j in 0..ROW_LANES_BWD {
+            let (d, g) = (x[j] - shift, dy[j] * a[j]);
+            sum[0][j] = sum[0][j] + d;
+            sum[1][j] = sum[1][j] + d * d;
+            sum[2][j] = sum[2][j] + g;
+            sum[3][j] = sum[3][j] + g * d;
+        }
+    }
+    sum
 }
 
 /// Rows a cpu task of the fused norms processes: about this many elements.
 const ROW_TASK_ELEMS: usize = 1 << 14;
 
-/// `row` converted to the accumulation type into `buf` (reused across rows).
-fn row_to_acc<T: LayerNormDType>(row: &[T], buf: &mut Vec<T::Acc>) {
-    buf.clear();
-    buf.extend(row.iter().map(|v| v.to_acc()));
+/// Rows processed a pass at a time, up to `ROW_GROUP_ELEMS` elements: a short row's statistics
+/// are a chain of dependent sums, divisions and a square root; the rows of a group are
+/// independent chains the core overlaps.
+const ROW_GROUP: usize = 8;
+const ROW_GROUP_ELEMS: usize = 1024;
+
+fn row_group(n_cols: usize) -> usize {
+    (ROW_GROUP_ELEMS / n_cols).clamp(1, ROW_GROUP)
 }
 
-/// Statistics of a row, computed in two passes over the row shifted by its first element so
-/// that rows with a large mean compared to their spread keep their precision: the normalized
-/// value of `x` is `(x - shift - mean) * rstd`, `shift + mean` is never rounded to a single value.
+/// Statistics of a row, over the row shifted by its first element so that rows with a large
+/// mean compared to their spread keep their precision: the normalized value of `x` is
+/// `(x - shift - mean) * rstd`, `shift + mean` is never rounded to a single value.
+#[derive(Clone, Copy)]
 struct LayerNormRowStats<A> {
     shift: A,
     mean: A,
@@ -979,24 +1056,85 @@ struct LayerNormRowStats<A> {
 }
 
 impl<A: num_traits::Float> LayerNormRowStats<A> {
-    /// The statistics of `row`, already in the accumulation type.
-    fn new(row: &[A], eps: f32) -> Self {
-        use num_traits::NumCast;
-        let zero = A::zero();
-        let n: A = NumCast::from(row.len()).unwrap_or(zero);
-        let shift = row.first().copied().unwrap_or(zero);
-        let mean = row_sum(row, |v| v - shift) / n;
-        let var = row_sum(row, |v| {
-            let d = v - shift - mean;
+    /// From the sums of `d = x - shift` and `d * d` over a row of `n` elements, in one pass.
+    /// `None` when the shift is more than two standard deviations from the mean: `E[d^2] -
+    /// E[d]^2` then loses the low bits of the variance and the row takes a second pass.
+    /// Otherwise the error is within a few roundings of the two-pass variance.
+    fn from_moments(shift: A, sum_d: A, sum_d2: A, n: A, eps: A) -> Option<Self> {
+        let mean = sum_d / n;
+        let var = sum_d2 / n - mean * mean;
+        let four = A::one() + A::one() + A::one() + A::one();
+        if mean * mean > four * var {
+            return None;
+        }
+        let rstd = (var.max(A::zero()) + eps).sqrt().recip();
+        Some(Self { shift, mean, rstd })
+    }
+
+    /// Two passes: the mean of `d = x - shift`, then the variance around it.
+    fn two_pass(row: &[A], shift: A, mean: A, n: A, eps: A) -> Self {
+        let tail = row_blocks::<A, ROW_LANES>(row).1.iter().map(|&x| {
+            let d = x - shift - mean;
             d * d
-        }) / n;
-        let eps: A = NumCast::from(eps).unwrap_or(zero);
-        let rstd = (var.max(zero) + eps).sqrt().recip();
+        });
+        let var = fold_lanes(row_var_lanes(row, shift, mean), tail) / n;
+        let rstd = (var.max(A::zero()) + eps).sqrt().recip();
         Self { shift, mean, rstd }
     }
 
+    /// The statistics of each row of `rows` (at most `ROW_GROUP` rows of `n_cols` elements,
+    /// already in the accumulation type); entries past the last row are unused.
+    fn group(rows: &[A], n_cols: usize, eps: f32) -> [Self; ROW_GROUP] {
+        use num_traits::NumCast;
+        let zero = A::zero();
+        let n: A = NumCast::from(n_cols).unwrap_or(zero);
+        let eps: A = NumCast::from(eps).unwrap_or(zero);
+        let mut stats = [Self {
+            shift: zero,
+            mean: zero,
+            rstd: zero,
+        }; ROW_GROUP];
+        for (s, row) in stats.iter_mut().zip(rows.chunks(n_cols)) {
+            let shift = row[0];
+            let [sum_d, sum_d2] = row_moment_lanes(row, shift);
+            let tail = row_blocks::<A, ROW_LANES>(row).1;
+            let sum_d = fold_lanes(sum_d, tail.iter().map(|&x| x - shift));
+            let sum_d2 = fold_lanes(sum_d2, tail.iter().map(|&x| (x - shift) * (x - shift)));
+            *s = Self::from_moments(shift, sum_d, sum_d2, n, eps)
+                .unwrap_or_else(|| Self::two_pass(row, shift, sum_d / n, n, eps));
+        }
+        stats
+    }
+
+    #[inline(always)]
     fn normalize(&self, v: A) -> A {
         (v - self.shift - self.mean) * self.rstd
+    }
+}
+
+/// `v` converted to the accumulation type, once per call for the weights.
+fn acc_vec<T: LayerNormDType>(v: &[T]) -> Vec<T::Acc> {
+    v.iter().map(|v| v.to_acc()).collect()
+}
+
+/// A buffer of `len` elements for an op's output, every element written by the op before the
+/// buffer is used: `uninit` yields the slots, `assume_init` the buffer once they are written.
+struct OutputBuffer<T>(Vec<T>);
+
+impl<T> OutputBuffer<T> {
+    fn new(len: usize) -> Self {
+        Self(Vec::with_capacity(len))
+    }
+
+    fn uninit(&mut self) -> &mut [std::mem::MaybeUninit<T>] {
+        self.0.spare_capacity_mut()
+    }
+
+    /// # Safety
+    /// Every slot of `uninit()` has been written.
+    unsafe fn assume_init(mut self) -> Vec<T> {
+        self.0.set_len(self.0.capacity());
+        self.0
     }
 }
 
@@ -1007,44 +1145,106 @@ fn layer_norm_cpu_fwd<T: LayerNormDType>(
     n_cols: usize,
     eps: f32,
 ) -> Vec<T> {
-    let mut dst = vec![T::zero(); xs.len()];
-    if n_cols == 0 {
-        return dst;
+    if n_cols == 0 || xs.is_empty() {
+        return vec![];
     }
+    let (alpha, beta) = (alpha.map(acc_vec), beta.map(acc_vec));
+    let mut dst = OutputBuffer::new(xs.len());
     let chunk = (ROW_TASK_ELEMS / n_cols).max(1) * n_cols;
     xs.par_chunks(chunk)
-        .zip(dst.par_chunks_mut(chunk))
-        .for_each_init(Vec::new, |xa, (src, dst)| {
-            for (src, dst) in src.chunks(n_cols).zip(dst.chunks_mut(n_cols)) {
-                row_to_acc(src, xa);
-                let stats = LayerNormRowStats::new(xa, eps);
-                let xhat = xa.iter().map(|&x| stats.normalize(x));
-                // One loop per case: no branch per element, so the loops vectorize.
-                match (alpha, beta) {
-                    (Some(a), Some(b)) => {
-                        for (((d, x), a), b) in dst.iter_mut().zip(xhat).zip(a).zip(b) {
-                            *d = T::from_acc(x * a.to_acc() + b.to_acc())
+        .zip(dst.uninit().par_chunks_mut(chunk))
+        .for_each_init(Vec::new, |buf, (src, dst)| {
+            let group = row_group(n_cols) * n_cols;
+            for (src, dst) in src.chunks(group).zip(dst.chunks_mut(group)) {
+                let xs = T::acc_row(src, buf);
+                let stats = LayerNormRowStats::group(xs, n_cols, eps);
+                let rows = xs.chunks(n_cols).zip(dst.chunks_mut(n_cols));
+                for ((x, dst), s) in rows.zip(stats) {
+                    // One loop per case: no branch per element, so the loops vectorize.
+                    match (&alpha, &beta) {
+                        (Some(a), Some(b)) => {
+                            for (((d, &x), &a), &b) in dst.iter_mut().zip(x).zip(a).zip(b) {
+                                d.write(T::from_acc(s.normalize(x) * a + b));
+                            }
                         }
-                    }
-                    (Some(a), None) => {
-                        for ((d, x), a) in dst.iter_mut().zip(xhat).zip(a) {
-                            *d = T::from_acc(x * a.to_acc())
+                        (Some(a), None) => {
+                            for ((d, &x), &a) in dst.iter_mut().zip(x).zip(a) {
+                                d.write(T::from_acc(s.normalize(x) * a));
+                            }
                         }
-                    }
-                    (None, Some(b)) => {
-                        for ((d, x), b) in dst.iter_mut().zip(xhat).zip(b) {
-                            *d = T::from_acc(x + b.to_acc())
+                        (None, Some(b)) => {
+                            for ((d, &x), &b) in dst.iter_mut().zip(x).zip(b) {
+                                d.write(T::from_acc(s.normalize(x) + b));
+                            }
                         }
-                    }
-                    (None, None) => {
-                        for (d, x) in dst.iter_mut().zip(xhat) {
-                            *d = T::from_acc(x)
+                        (None, None) => {
+                            for (d, &x) in dst.iter_mut().zip(x) {
+                                d.write(T::from_acc(s.normalize(x)));
+                            }
                         }
                     }
                 }
             }
         });
-    dst
+    // Safety: the rows cover `xs`, every element of every row was written.
+    unsafe { dst.assume_init() }
+}
+
+/// The statistics of a row and `mean(g)`, `mean(g * xhat)` with `g = dy * alpha`: one pass
+/// over the row when its first element is close enough to the mean, else (see
+/// `LayerNormRowStats::from_moments`) two more.
+fn layer_norm_bwd_row<A: num_traits::Float>(
+    (x, dy, alpha): (&[A], &[A], &[A]),
+    n: A,
+    eps: A,
+) -> (LayerNormRowStats<A>, A, A) {
+    let shift = x[0];
+    let [sum_d, sum_d2, sum_g, sum_gd] = row_bwd_lanes((x, dy, alpha), shift);
+    let tail = |v| row_blocks::<A, ROW_LANES_BWD>(v).1;
+    let (bx, bdy, ba) = (tail(x), tail(dy), tail(alpha));
+    let tail = || {
+        bx.iter()
+            .zip(bdy)
+            .zip(ba)
+            .map(|((&x, &dy), &a)| (x - shift, dy * a))
+    };
+    let sum_d = fold_lanes(sum_d, tail().map(|(d, _)| d));
+    let sum_d2 = fold_lanes(sum_d2, tail().map(|(d, _)| d * d));
+    let mean_g = fold_lanes(sum_g, tail().map(|(_, g)| g)) / n;
+    let sum_gd = fold_lanes(sum_gd, tail().map(|(d, g)| g * d));
+    match LayerNormRowStats::from_moments(shift, sum_d, sum_d2, n, eps) {
+        // sum(g * xhat) = rstd * (sum(g * d) - mean * sum(g)), within the same bound.
+        Some(s) => (s, mean_g, s.rstd * (sum_gd / n - s.mean * mean_g)),
+        None => {
+            let s = LayerNormRowStats::two_pass(x, shift, sum_d / n, n, eps);
+            let rows = x.iter().zip(dy).zip(alpha);
+            let sum_gx = rows.fold(A::zero(), |acc, ((&x, &dy), &a)| {
+                acc + dy * a * s.normalize(x)
+            });
+            (s, mean_g, sum_gx / n)
+        }
+    }
+}
+
+/// `dst[i]`: the sum of `part[i]` over `parts`, added in order (the result does not depend on
+/// the number of threads), a block of columns per task.
+fn sum_partials<T: LayerNormDType>(dst: &mut [std::mem::MaybeUninit<T>], parts: &[&[T::Acc]]) {
+    const BLOCK: usize = ROW_TASK_ELEMS / 4;
+    let zero = <T::Acc as num_traits::Zero>::zero();
+    let blocks = dst.par_chunks_mut(BLOCK).enumerate();
+    blocks.for_each_init(Vec::new, |sum, (i, dst)| {
+        let cols = i * BLOCK..i * BLOCK + dst.len();
+        sum.clear();
+        sum.resize(dst.len(), zero);
+        for part in parts {
+            for (s, &p) in sum.iter_mut().zip(&part[cols.clone()]) {
+                *s = *s + p;
+            }
+        }
+        for (d, &s) in dst.iter_mut().zip(sum.iter()) {
+            d.write(T::from_acc(s));
+        }
+    });
 }
 
 /// Returns `dx` followed by `dalpha` (when `alpha_grad`) and `dbeta` (when `beta_grad`) in a
@@ -1066,65 +1266,77 @@ fn layer_norm_cpu_bwd<T: LayerNormDType>(
     let zero = <T::Acc as num_traits::Zero>::zero();
     let el_count = xs.len();
     let n_params = alpha_grad as usize + beta_grad as usize;
-    let mut dst = vec![T::zero(); el_count + n_params * n_cols];
-    if el_count == 0 {
-        return dst;
+    if el_count == 0 || n_cols == 0 {
+        return vec![T::zero(); el_count + n_params * n_cols];
     }
     let n_rows = el_count / n_cols;
     let n: T::Acc = NumCast::from(n_cols).unwrap_or(zero);
-    // At least ~4 tasks' worth of rows per chunk: each chunk adds a row of partials per parameter.
-    let rows_per_chunk = n_rows.div_ceil(MAX_CHUNKS).max(4 * ROW_TASK_ELEMS / n_cols);
-    let (dxs, dparams) = dst.split_at_mut(el_count);
+    let eps_acc: T::Acc = NumCast::from(eps).unwrap_or(zero);
+    // Without alpha, g = dy: a row of ones keeps one loop for both cases.
+    let alpha = match alpha {
+        Some(alpha) => acc_vec(alpha),
+        None => vec![<T::Acc as num_traits::One>::one(); n_cols],
+    };
+    let mut dst = OutputBuffer::new(el_count + n_params * n_cols);
+    // At least ~4 tasks' worth of rows and 8 rows per chunk: each chunk adds a row of partials
+    // per parameter (zeroed, updated per row, reduced at the end).
+    let rows_per_chunk = n_rows
+        .div_ceil(MAX_CHUNKS)
+        .max(4 * ROW_TASK_ELEMS / n_cols)
+        .max(8);
+    let (dxs, dparams) = dst.uninit().split_at_mut(el_count);
     let partials: Vec<_> = xs
         .par_chunks(rows_per_chunk * n_cols)
         .zip(grad.par_chunks(rows_per_chunk * n_cols))
         .zip(dxs.par_chunks_mut(rows_per_chunk * n_cols))
         .map_init(
-            || (vec![], vec![], vec![]),
-            |(xhat, dya, g), ((xs, grad), dxs)| {
-                let mut dalpha = vec![zero; if alpha_grad { n_cols } else { 0 }];
-                let mut dbeta = vec![zero; if beta_grad { n_cols } else { 0 }];
-                for ((x, dy), dx) in xs
-                    .chunks(n_cols)
-                    .zip(grad.chunks(n_cols))
-                    .zip(dxs.chunks_mut(n_cols))
+            || (vec![], vec![]),
+            |(xbuf, dybuf), ((xs, grad), dxs)| {
+                let mut dalpha = vec![zero; n_cols];
+                let mut dbeta = vec![zero; n_cols];
+                let group = row_group(n_cols) * n_cols;
+                for ((xs, dys), dxs) in xs
+                    .chunks(group)
+                    .zip(grad.chunks(group))
+                    .zip(dxs.chunks_mut(group))
                 {
-                    row_to_acc(x, xhat);
-                    let stats = LayerNormRowStats::new(xhat, eps);
-                    xhat.iter_mut().for_each(|v| *v = stats.normalize(*v));
-                    row_to_acc(dy, dya);
-                    // g = dy * alpha
-                    match alpha {
-                        None => row_to_acc(dy, g),
-                        Some(alpha) => {
-                            g.clear();
-                            g.extend(dya.iter().zip(alpha).map(|(&d, a)| d * a.to_acc()));
+                    let xs = T::acc_row(xs, xbuf);
+                    let dys = T::acc_row(dys, dybuf);
+                    let mut rows = [(
+                        LayerNormRowStats {
+                            shift: zero,
+                            mean: zero,
+                            rstd: zero,
+                        },
+                        zero,
+                        zero,
+                    ); ROW_GROUP];
+                    for ((x, dy), row) in xs.chunks(n_cols).zip(dys.chunks(n_cols)).zip(&mut rows) {
+                        *row = layer_norm_bwd_row((x, dy, &alpha), n, eps_acc);
+                    }
+                    let grads = xs.chunks(n_cols).zip(dys.chunks(n_cols));
+                    let grads = grads.zip(dxs.chunks_mut(n_cols)).zip(rows);
+                    for (((x, dy), dx), (s, mean_g, mean_gx)) in grads {
+                        let elems = dx.iter_mut().zip(x).zip(dy).zip(&alpha);
+                        let elems = elems.zip(dalpha.iter_mut().zip(dbeta.iter_mut()));
+                        for ((((dx, &x), &dy), &a), (da, db)) in elems {
+                            let xhat = s.normalize(x);
+                            dx.write(T::from_acc((dy * a - mean_g - xhat * mean_gx) * s.rstd));
+                            *da = *da + dy * xhat;
+                            *db = *db + dy;
                         }
                     }
-                    let mean_g = row_sum(g, |v| v) / n;
-                    let mean_gx = row_sum2(g, xhat, |g, x| g * x) / n;
-                    for ((dx, &g), &x) in dx.iter_mut().zip(g.iter()).zip(xhat.iter()) {
-                        *dx = T::from_acc((g - mean_g - x * mean_gx) * stats.rstd);
-                    }
-                    for ((da, &d), &x) in dalpha.iter_mut().zip(dya.iter()).zip(xhat.iter()) {
-                        *da = *da + d * x;
-                    }
-                    for (db, &d) in dbeta.iter_mut().zip(dya.iter()) {
-                        *db = *db + d;
-                    }
                 }
-                (dalpha, dbeta)
+                [dalpha, dbeta]
             },
         )
         .collect();
     let (dalpha, dbeta) = dparams.split_at_mut(if alpha_grad { n_cols } else { 0 });
-    dalpha.par_iter_mut().enumerate().for_each(|(i, d)| {
-        *d = T::from_acc(partials.iter().fold(zero, |acc, p| acc + p.0[i]));
-    });
-    dbeta.par_iter_mut().enumerate().for_each(|(i, d)| {
-        *d = T::from_acc(partials.iter().fold(zero, |acc, p| acc + p.1[i]));
-    });
-    dst
+    let parts = |i: usize| partials.iter().map(|p| p[i].as_slice()).collect::<Vec<_>>();
+    sum_partials(dalpha, &parts(0));
+    sum_partials(dbeta, &parts(1));
+    // Safety: dx covers `xs` row by row, dalpha and dbeta (when requested) are written above.
+    unsafe { dst.assume_init() }
 }
 
 fn layer_norm_cpu_slice<'a, T: candle::WithDType>(

@@ -752,6 +752,43 @@ fn layer_norm_large_mean(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// Rows whose first element lies far from the others (1e3 against values in [-1.7, 1.7]).
+/// Statistics taken in one pass over the row shifted by its first element, `E[d^2] - E[d]^2`,
+/// cancel here (|mean - x[0]| is ~32 standard deviations at n = 1024): a kernel that takes
+/// that pass must take a second one for such rows.
+fn layer_norm_outlier_first(dev: &Device) -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(47);
+    let rows = 3;
+    for n in [17, 1024, 4097] {
+        let mut x = ln_rows(&mut rng, rows, n);
+        for row in x.chunks_mut(n) {
+            row[0] = 1e3;
+        }
+        let (w, b) = ln_wb(&mut rng, n);
+        let dy = ln_rand(&mut rng, rows * n, -1., 1.);
+        for dtype in [DType::F32, DType::F64] {
+            let tol = ln_tol(dtype, n);
+            let (xt, x) = ln_tensor(&x, (rows, n), dtype, dev)?;
+            let (wt, w) = ln_tensor(&w, n, dtype, dev)?;
+            let (bt, b) = ln_tensor(&b, n, dtype, dev)?;
+            let (dyt, dy) = ln_tensor(&dy, (rows, n), dtype, dev)?;
+            let (y, dx, dw, db) = ln_fused_grads(&xt, Some(&wt), Some(&bt), &dyt)?;
+            let what = format!("{dtype:?} n={n}");
+            ln_check(
+                &format!("y {what}"),
+                &y,
+                &ln_ref(&x, Some(&w), Some(&b), n),
+                tol,
+            )?;
+            let (rdx, rdw, rdb) = ln_slow_grads(&x, Some(&w), Some(&b), &dy, n)?;
+            ln_check(&format!("dx {what}"), &dx, &rdx, tol)?;
+            ln_check(&format!("dw {what}"), &dw.unwrap(), &rdw, tol)?;
+            ln_check(&format!("db {what}"), &db.unwrap(), &rdb, tol)?;
+        }
+    }
+    Ok(())
+}
+
 /// Constant rows (variance 0, rstd = 1 / sqrt(eps) ~ 316): the output is the bias and the
 /// gradients are finite and match the reference (dx = rstd * (g - mean(g)), dw = 0, db = sum(dy)).
 /// Stock candle's one-pass variance can go negative here, giving NaN.
@@ -976,6 +1013,12 @@ test_device!(
     ln_large_mean_cpu,
     ln_large_mean_gpu,
     ln_large_mean_metal
+);
+test_device!(
+    layer_norm_outlier_first,
+    ln_outlier_first_cpu,
+    ln_outlier_first_gpu,
+    ln_outlier_first_metal
 );
 test_device!(
     layer_norm_constant_rows,
