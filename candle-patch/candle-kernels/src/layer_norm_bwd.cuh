@@ -48,7 +48,7 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   const G rg(ncols);
   const int lane = rg.lane;
   const int grp = rg.grp;
-  const bool vec = use_vec<T>(ncols, x, dy, w, dx);
+  const int vec = use_vec<T>(ncols, x, dy, w, dx);
   const ACC inv_n = rg.inv_n;
   const int64_t stride = rg.stride;
 
@@ -304,7 +304,7 @@ __device__ __forceinline__ void bwd_big(const T *__restrict__ x, const T *__rest
   using ACC = typename acc_type<T>::type;
   constexpr int V = Pack<T>::N;
   __shared__ ACC sh[5 * 32];
-  const bool vec = use_vec<T>(ncols, x, dy, w, dx);
+  const int vec = use_vec<T>(ncols, x, dy, w, dx);
   const int64_t nvec = (ncols + V - 1) / V;
   const ACC inv_n = ACC(1) / ACC(ncols);
   const int64_t prow = (int64_t)blockIdx.x * ncols;

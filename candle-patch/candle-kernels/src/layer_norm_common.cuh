@@ -117,17 +117,26 @@ template <> struct Elem<__nv_bfloat16> : Elem16 {
 };
 #endif
 
-__device__ __forceinline__ bool aligned16(const void *p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+__device__ __forceinline__ bool aligned(const void *p, uintptr_t bytes) {
+  return (reinterpret_cast<uintptr_t>(p) & (bytes - 1)) == 0;
 }
 
-// Vector path iff every row starts 16-byte aligned and no vector straddles the
-// end of a row. Uniform over the grid.
+// How a row's vector slots are loaded and stored, uniform over the grid:
+// VEC_FULL, one 16-byte access per slot, when every row starts 16-byte aligned
+// and no vector straddles the end of a row; VEC_HALF, two 8-byte accesses, when
+// that holds for half vectors (f32 rows of 4k + 2 elements, 16-bit rows of
+// 8k + 4, e.g. 2500); else element by element.
+enum VecMode { VEC_NONE = 0, VEC_HALF = 1, VEC_FULL = 2 };
+
 template <typename T>
-__device__ __forceinline__ bool use_vec(int64_t ncols, const void *a, const void *b,
-                                        const void *c, const void *d) {
+__device__ __forceinline__ int use_vec(int64_t ncols, const void *a, const void *b,
+                                       const void *c, const void *d) {
   constexpr int V = Pack<T>::N;
-  return (ncols % V) == 0 && aligned16(a) && aligned16(b) && aligned16(c) && aligned16(d);
+  if ((ncols % V) == 0 && aligned(a, 16) && aligned(b, 16) && aligned(c, 16) && aligned(d, 16))
+    return VEC_FULL;
+  if (V > 2 && (ncols % (V / 2)) == 0 && aligned(a, 8) && aligned(b, 8) && aligned(c, 8) && aligned(d, 8))
+    return VEC_HALF;
+  return VEC_NONE;
 }
 
 // Number of valid elements in vector slot `slot` of a row (0..V).
@@ -139,19 +148,28 @@ __device__ __forceinline__ int slot_valid(int64_t slot, int64_t ncols) {
 
 
 // Loads vector slot `slot` of the row at p into the register layout; elements
-// past the end of the row (j >= nvalid) are zero. In vector mode nvalid is
-// either 0 or V, so a full slot is one 16-byte load.
+// past the end of the row (j >= nvalid) are zero. In VEC_FULL mode nvalid is
+// either 0 or V, so a full slot is one 16-byte load; in VEC_HALF mode it is 0,
+// V / 2 or V, a multiple of 8-byte loads.
 template <typename T>
-__device__ __forceinline__ Pack<T> load_pack(const T *__restrict__ p, int64_t slot, int nvalid, bool vec) {
+__device__ __forceinline__ Pack<T> load_pack(const T *__restrict__ p, int64_t slot, int nvalid, int vec) {
   typedef typename Elem<T>::bits B;
   constexpr int V = Pack<T>::N;
   Pack<T> r;
-  if (vec && nvalid == V) {
+  if (vec == VEC_FULL && nvalid == V) {
     const uint4 u = __ldg(reinterpret_cast<const uint4 *>(p + slot * V));
     r.w[0] = u.x;
     r.w[1] = u.y;
     r.w[2] = u.z;
     r.w[3] = u.w;
+  } else if (vec == VEC_HALF && nvalid > 0) {
+    const uint2 *q = reinterpret_cast<const uint2 *>(p + slot * V);
+    const uint2 lo = __ldg(q);
+    const uint2 hi = nvalid == V ? __ldg(q + 1) : make_uint2(0u, 0u);
+    r.w[0] = lo.x;
+    r.w[1] = lo.y;
+    r.w[2] = hi.x;
+    r.w[3] = hi.y;
   } else {
     r.zero();
     const B *q = reinterpret_cast<const B *>(p) + slot * V;
@@ -164,11 +182,16 @@ __device__ __forceinline__ Pack<T> load_pack(const T *__restrict__ p, int64_t sl
 }
 
 template <typename T>
-__device__ __forceinline__ void store_pack(T *__restrict__ p, int64_t slot, int nvalid, bool vec, const Pack<T> &r) {
+__device__ __forceinline__ void store_pack(T *__restrict__ p, int64_t slot, int nvalid, int vec, const Pack<T> &r) {
   typedef typename Elem<T>::bits B;
   constexpr int V = Pack<T>::N;
-  if (vec && nvalid == V) {
+  if (vec == VEC_FULL && nvalid == V) {
     *reinterpret_cast<uint4 *>(p + slot * V) = make_uint4(r.w[0], r.w[1], r.w[2], r.w[3]);
+  } else if (vec == VEC_HALF && nvalid > 0) {
+    uint2 *q = reinterpret_cast<uint2 *>(p + slot * V);
+    q[0] = make_uint2(r.w[0], r.w[1]);
+    if (nvalid == V)
+      q[1] = make_uint2(r.w[2], r.w[3]);
   } else {
     B *q = reinterpret_cast<B *>(p) + slot * V;
 #pragma unroll

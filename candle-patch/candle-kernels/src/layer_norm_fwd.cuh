@@ -24,7 +24,7 @@ __device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restr
 
   const G rg(ncols);
   const int lane = rg.lane;
-  const bool vec = use_vec<T>(ncols, x, y, w, b);
+  const int vec = use_vec<T>(ncols, x, y, w, b);
   const int64_t stride = rg.stride;
 
   Pack<T> xr[VECS];
@@ -119,7 +119,7 @@ __device__ __forceinline__ void fwd_big(const T *__restrict__ x, T *__restrict__
   using ACC = typename acc_type<T>::type;
   constexpr int V = Pack<T>::N;
   __shared__ ACC sh[3 * 32];
-  const bool vec = use_vec<T>(ncols, x, y, w, b);
+  const int vec = use_vec<T>(ncols, x, y, w, b);
   const int64_t nvec = (ncols + V - 1) / V;
   for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
     const T *xrow = x + row * ncols;

@@ -29,7 +29,7 @@ __device__ __forceinline__ void softmax_fwd_resident(const T *__restrict__ x, T 
 
   const G rg(ncols);
   const int lane = rg.lane;
-  const bool vec = use_vec<T>(ncols, x, y, x, y);
+  const int vec = use_vec<T>(ncols, x, y, x, y);
   const int64_t stride = rg.stride;
 
   Pack<T> xr[VECS];
@@ -109,7 +109,7 @@ __device__ __forceinline__ void softmax_bwd_resident(const T *__restrict__ y, co
 
   const G rg(ncols);
   const int lane = rg.lane;
-  const bool vec = use_vec<T>(ncols, y, dy, dx, dx);
+  const int vec = use_vec<T>(ncols, y, dy, dx, dx);
   const int64_t stride = rg.stride;
 
   Pack<T> yr[VECS], gr[VECS];
@@ -188,7 +188,7 @@ __device__ __forceinline__ void softmax_fwd_big(const T *__restrict__ x, T *__re
   using ACC = typename acc_type<T>::type;
   constexpr int V = Pack<T>::N;
   __shared__ ACC sred[2][32];
-  const bool vec = use_vec<T>(ncols, x, y, x, y);
+  const int vec = use_vec<T>(ncols, x, y, x, y);
   const int64_t nvec = (ncols + V - 1) / V;
   for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
     const T *xrow = x + row * ncols;
@@ -239,7 +239,7 @@ __device__ __forceinline__ void softmax_bwd_big(const T *__restrict__ y, const T
   using ACC = typename acc_type<T>::type;
   constexpr int V = Pack<T>::N;
   __shared__ ACC sred[2][32];
-  const bool vec = use_vec<T>(ncols, y, dy, dx, dx);
+  const int vec = use_vec<T>(ncols, y, dy, dx, dx);
   const int64_t nvec = (ncols + V - 1) / V;
   int parity = 0;
   for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {

@@ -352,7 +352,8 @@ fn ln_dtypes(dev: &Device) -> Vec<DType> {
         .filter(|&dtype| !(dev.is_metal() && dtype == DType::F64))
         .collect()
 }
-const LN_HIDDEN: [usize; 8] = [1, 3, 17, 64, 1000, 1024, 4097, 65536];
+// 66 (f32) and 2500 (16-bit) rows are not a multiple of a 16-byte vector but start 8-byte aligned.
+const LN_HIDDEN: [usize; 10] = [1, 3, 17, 64, 66, 1000, 1024, 2500, 4097, 65536];
 // (weight present, bias present)
 const LN_AFFINE: [(bool, bool); 4] = [(true, true), (true, false), (false, true), (false, false)];
 
