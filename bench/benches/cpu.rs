@@ -2,8 +2,9 @@
 //! dw and db) and the autograd step (`y = layer_norm(..)`, `(y * dy).backward()`), against the
 //! composite `layer_norm_slow`, and two element-wise ops that move the same bytes as the forward
 //! (`affine`: one read, one write) and as the backward's dx (`mul`: two reads, one write), the
-//! speed this machine's memory and candle's allocations allow. `bench/scripts/cpu_torch.py` times PyTorch's CPU kernels at the
-//! same shapes with the same thread count; `LN_CPU_SHAPES=RxC,RxC` picks the shapes.
+//! speed this machine's memory and candle's allocations allow. `bench/scripts/cpu_torch.py`
+//! times PyTorch's CPU kernels at the same shapes with the same thread count;
+//! `LN_CPU_SHAPES=RxC,RxC` picks the shapes.
 
 use candle_core::{Device, Tensor, Var};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
