@@ -48,7 +48,7 @@ static const char *BWD_TABLE[] = {LAYER_NORM_BWD_TIERS(TIER_TAG)};
 static const int N_FWD_TABLE = sizeof(FWD_TABLE) / sizeof(char *);
 static const int N_BWD_TABLE = sizeof(BWD_TABLE) / sizeof(char *);
 
-// Kernel index: 0..N-1 into ALL_*, N = big.
+// Kernel index: 0..N-1 into ALL_*, N = big (forward) / split (backward).
 static int find_tier(const Tier *all, int n, const char *tag) {
   for (int i = 0; i < n; ++i)
     if (!strcmp(all[i].tag, tag))
@@ -64,16 +64,21 @@ template <typename T> struct KT;
     typedef void (*Fwd)(const T *, T *, const T *, const T *, int64_t, int64_t, float);            \
     typedef void (*Bwd)(const T *, const T *, const T *, T *, A *, A *, int64_t, int64_t, float);  \
     typedef void (*Red)(const A *, const A *, T *, T *, int64_t, int64_t);                         \
+    typedef void (*SplitStats)(const T *, const T *, const T *, A *, int64_t, int64_t);            \
+    typedef void (*SplitDx)(const T *, const T *, const T *, const A *, T *, A *, A *, int64_t,    \
+                            int64_t, float);                                                       \
     static const char *name() { return #S; }                                                       \
     static Fwd fwd(int i) {                                                                        \
       static const Fwd t[] = {LAYER_NORM_FWD_TIERS(KF_##S) LAYER_NORM_FWD_SWEEP_TIERS(KF_##S) layernorm_fwd_big_##S};                          \
       return t[i];                                                                                 \
     }                                                                                              \
     static Bwd bwd(int i) {                                                                        \
-      static const Bwd t[] = {LAYER_NORM_BWD_TIERS(KB_##S) LAYER_NORM_BWD_SWEEP_TIERS(KB_##S) layernorm_bwd_big_##S};                  \
+      static const Bwd t[] = {LAYER_NORM_BWD_TIERS(KB_##S) LAYER_NORM_BWD_SWEEP_TIERS(KB_##S)};     \
       return t[i];                                                                                 \
     }                                                                                              \
     static Red red() { return layernorm_bwd_reduce_##S; }                                          \
+    static SplitStats split_stats() { return layernorm_bwd_split_stats_##S; }                      \
+    static SplitDx split_dx() { return layernorm_bwd_split_dx_##S; }                               \
   };
 #define KF_f32(tag, l, v, sm, pf, minb) layernorm_fwd_##tag##_f32,
 #define KB_f32(tag, l, v, sm, pf, minb) layernorm_bwd_##tag##_f32,
@@ -117,7 +122,7 @@ static double urand() { // [-1, 1)
 // Launch rules, exactly as candle-nn/src/layer_norm_cuda.rs (LaunchPlan): first table tier with
 // lanes * vecs >= nvec (the backward skips the shared memory tiers when their
 // size exceeds the opt-in maximum), blockDim = max(128, lanes),
-// rows per block = blockDim / lanes, big beyond the table.
+// rows per block = blockDim / lanes, big / split beyond the table.
 static int g_max_smem_optin = 0;
 template <typename T> static size_t bwd_smem_bytes(const Tier *all, int t, int n, int64_t ncols) {
   if (t == n || !all[t].smem)
@@ -138,11 +143,24 @@ template <typename T> static int pick_tier(int64_t ncols, bool bwd) {
       continue;
     return t;
   }
-  return nall; // big
+  return nall; // big / split
+}
+// The split backward (layer_norm_bwd.cuh): its two tiers, as layer_norm_cuda.rs (SplitTiers).
+static const Tier SPLIT_STATS[] = {LAYER_NORM_BWD_SPLIT_STATS_TIER(TIER_ROW)};
+static const Tier SPLIT_DX[] = {LAYER_NORM_BWD_SPLIT_DX_TIER(TIER_ROW)};
+template <typename T> static int64_t split_segs(int64_t ncols) {
+  const int64_t nvec = (ncols + 16 / (int64_t)sizeof(T) - 1) / (16 / (int64_t)sizeof(T));
+  const int64_t w = (int64_t)SPLIT_STATS[0].lanes * SPLIT_STATS[0].vecs;
+  return (nvec + w - 1) / w;
+}
+template <typename T> static int64_t split_col_blocks(int64_t ncols) {
+  const int64_t nvec = (ncols + 16 / (int64_t)sizeof(T) - 1) / (16 / (int64_t)sizeof(T));
+  const int64_t w = (int64_t)SPLIT_DX[0].lanes * SPLIT_DX[0].vecs;
+  return (nvec + w - 1) / w;
 }
 static int tier_threads(const Tier *all, int t, int n) {
   if (t == n)
-    return 1024;
+    return all == ALL_BWD ? SPLIT_DX[0].lanes : 1024;
   return all[t].lanes < 128 ? 128 : all[t].lanes;
 }
 static int tier_rpb(const Tier *all, int t, int n) {
@@ -150,7 +168,9 @@ static int tier_rpb(const Tier *all, int t, int n) {
     return 1;
   return tier_threads(all, t, n) / all[t].lanes;
 }
-static const char *tier_name(const Tier *all, int t, int n) { return t == n ? "big" : all[t].tag; }
+static const char *tier_name(const Tier *all, int t, int n) {
+  return t < n ? all[t].tag : all == ALL_BWD ? "split" : "big";
+}
 
 template <typename F> static int occupancy(F f, int threads, size_t smem) {
   int nb = 0;
@@ -182,7 +202,7 @@ template <typename T> struct Problem {
   float eps = 1e-5f;
   std::vector<T> x, dy, w, b;
   DBuf<T> dx_, ddy, dw_, db_, dy_out, ddx, ddw, ddb;
-  DBuf<ACC> dwp, dbp;
+  DBuf<ACC> dwp, dbp, stats;
   int fwd_tier, bwd_tier, fwd_grid, bwd_grid;
   size_t bwd_smem;
 
@@ -238,10 +258,20 @@ template <typename T> struct Problem {
     bwd_smem = bwd_smem_bytes<T>(ALL_BWD, bwd_tier, N_ALL_BWD, c);
     if (bwd_smem > 48 * 1024)
       CK(cudaFuncSetAttribute(KT<T>::bwd(bwd_tier), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bwd_smem));
-    const int64_t brpb = tier_rpb(ALL_BWD, bwd_tier, N_ALL_BWD);
-    const int64_t bneed = std::max<int64_t>(1, (r + brpb - 1) / brpb);
-    bwd_grid = (int)std::min<int64_t>(
-        bneed, (int64_t)g_sms * std::max(1, occupancy(KT<T>::bwd(bwd_tier), bth, bwd_smem)));
+    if (bwd_tier == N_ALL_BWD) {
+      // Split: the grid is the dx kernel's parts (gridDim.y), as many blocks as are resident
+      // over the column blocks (layer_norm_cuda.rs, bwd_split).
+      const int64_t ncb = split_col_blocks<T>(c), tile = SPLIT_DX[0].lanes / 32;
+      const int64_t resident = (int64_t)g_sms * std::max(1, occupancy(KT<T>::split_dx(), bth, 0));
+      bwd_grid = (int)std::max<int64_t>(
+          1, std::min<int64_t>({(resident + ncb - 1) / ncb, (r + tile - 1) / tile, 65535}));
+      stats.alloc((size_t)std::max<int64_t>(1, r * split_segs<T>(c)) * 4, 0);
+    } else {
+      const int64_t brpb = tier_rpb(ALL_BWD, bwd_tier, N_ALL_BWD);
+      const int64_t bneed = std::max<int64_t>(1, (r + brpb - 1) / brpb);
+      bwd_grid = (int)std::min<int64_t>(
+          bneed, (int64_t)g_sms * std::max(1, occupancy(KT<T>::bwd(bwd_tier), bth, bwd_smem)));
+    }
     // Room for the explicit small/large grids of the tests too.
     dwp.alloc((size_t)std::max(bwd_grid, 64) * c, 0);
     dbp.alloc((size_t)std::max(bwd_grid, 64) * c, 0);
@@ -260,6 +290,20 @@ template <typename T> struct Problem {
   void bwd_main(int grid = 0, bool want_dw = true, bool want_db = true) {
     if (!grid)
       grid = bwd_grid;
+    if (bwd_tier == N_ALL_BWD) {
+      if (nrows == 0)
+        return;
+      const dim3 sgrid((unsigned)split_segs<T>(ncols), (unsigned)std::min<int64_t>(nrows, 65535));
+      KT<T>::split_stats()<<<sgrid, SPLIT_STATS[0].lanes>>>(dx_.p, ddy.p, has_w ? dw_.p : nullptr, stats.p,
+                                                            nrows, ncols);
+      CK(cudaGetLastError());
+      const dim3 dgrid((unsigned)split_col_blocks<T>(ncols), (unsigned)grid);
+      KT<T>::split_dx()<<<dgrid, SPLIT_DX[0].lanes>>>(dx_.p, ddy.p, has_w ? dw_.p : nullptr, stats.p, ddx.p,
+                                                      want_dw ? dwp.p : nullptr, want_db ? dbp.p : nullptr,
+                                                      nrows, ncols, eps);
+      CK(cudaGetLastError());
+      return;
+    }
     KT<T>::bwd(bwd_tier)<<<grid, bwd_threads(), bwd_smem>>>(
         dx_.p, ddy.p, has_w ? dw_.p : nullptr, ddx.p, want_dw ? dwp.p : nullptr, want_db ? dbp.p : nullptr,
         nrows, ncols, eps);
@@ -435,6 +479,24 @@ template <typename T> static void test_dtype() {
       }
     }
   }
+  // The split backward at widths the table gives a tier (it takes any row): one
+  // element, ragged and half-vector widths, one segment and a few, misaligned
+  // pointers, default and small grids, blocks with no rows.
+  {
+    const int64_t V = 16 / sizeof(T);
+    const int64_t seg = (int64_t)SPLIT_STATS[0].lanes * SPLIT_STATS[0].vecs * V;
+    for (int64_t c : {(int64_t)1, (int64_t)3, V / 2 * 33, seg - 1, seg, seg + V, 3 * seg + V / 2, 5 * seg - 7})
+      for (int off = 0; off < 2; ++off) {
+        if (c < 1)
+          continue;
+        const int64_t r = std::max<int64_t>(2, std::min<int64_t>(300, 600000 / c));
+        Problem<T> P;
+        P.init(r, c, true, off == 0, off, 0.5, 1.0, false, -1, N_ALL_BWD);
+        check(P, "split");
+        check(P, "split-grid3", 3, 3);
+        check(P, "split-grid64", 64, 64);
+      }
+  }
   // NULL dw_part / db_part.
   {
     Problem<T> P;
@@ -566,8 +628,10 @@ template <typename T> static void print_attrs() {
   };
   for (int i = 0; i <= N_ALL_FWD; ++i)
     show("fwd", tier_name(ALL_FWD, i, N_ALL_FWD), (const void *)KT<T>::fwd(i), tier_threads(ALL_FWD, i, N_ALL_FWD));
-  for (int i = 0; i <= N_ALL_BWD; ++i)
+  for (int i = 0; i < N_ALL_BWD; ++i)
     show("bwd", tier_name(ALL_BWD, i, N_ALL_BWD), (const void *)KT<T>::bwd(i), tier_threads(ALL_BWD, i, N_ALL_BWD));
+  show("bwd", "split-st", (const void *)KT<T>::split_stats(), SPLIT_STATS[0].lanes);
+  show("bwd", "split-dx", (const void *)KT<T>::split_dx(), SPLIT_DX[0].lanes);
   show("red", "reduce", (const void *)KT<T>::red(), 1024);
 }
 

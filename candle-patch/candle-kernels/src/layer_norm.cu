@@ -9,11 +9,14 @@
 // holding VECS vectors of the row in registers, so rows of up to
 // LANES * VECS * V elements stay resident. Thread `lane` of a row group owns
 // the vector slots `lane + k * LANES`, k < VECS. The host picks the first tier
-// with LANES * VECS >= nvec and the `big` kernel beyond the last one.
+// with LANES * VECS >= nvec; beyond the last one, the `big` forward and the
+// split backward (two kernels, below).
 //
 //   LANES <= 64  : blockDim.x = 128, 128 / LANES rows per block.
 //   LANES >= 128 : blockDim.x = LANES, one row per block.
 //   big          : blockDim.x = 1024, one row per block, row not resident.
+//   split        : blockDim.x = the tier's LANES, gridDim.x = segments (stats)
+//                  or column blocks (dx) of the tier's LANES * VECS vectors.
 //
 // All row loops are grid-stride, so any gridDim.x >= 1 is valid.
 //
@@ -46,7 +49,8 @@
 // of squared deviations): the one-pass E[x^2] - E[x]^2 formula loses all
 // precision on rows whose mean is large compared to their spread, and the
 // second pass costs no memory traffic. The big kernels, which stream the row,
-// use Welford per thread and Chan's merge across threads.
+// use Welford per thread and Chan's merge across threads; the split backward
+// adds its segments' M2 about the row's mean, M2_s + n_s * (mean_s - mean)^2.
 // In addition every row is shifted by its first element K before anything is
 // summed, and the mean is kept as K + m with m small: for a row with mean 1e4
 // and std 1e-2 the float nearest to the mean is up to 5e-4 (0.05 std) off,
@@ -59,7 +63,7 @@
 
 // ---------------------------------------------------------------------------
 // Instantiation: one extern "C" kernel per (direction, tier, dtype) of the
-// registry, plus the big and reduce kernels.
+// registry, plus the big, split and reduce kernels.
 // ---------------------------------------------------------------------------
 
 #define LN_FWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
@@ -129,6 +133,33 @@
 #define SM_BWD_ROW(TAG, L, VV, SM, PF, MINB)                                                       \
   LN_EXPAND(SM_BWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
 
+// The split backward (rows past the backward tiers): its two tiers' lanes and vecs.
+#define LN_TIER_LANES(TAG, L, VV, SM, PF, MINB) L
+#define LN_TIER_VECS(TAG, L, VV, SM, PF, MINB) VV
+#define LN_SPLIT_STATS_L LAYER_NORM_BWD_SPLIT_STATS_TIER(LN_TIER_LANES)
+#define LN_SPLIT_STATS_V LAYER_NORM_BWD_SPLIT_STATS_TIER(LN_TIER_VECS)
+#define LN_SPLIT_DX_L LAYER_NORM_BWD_SPLIT_DX_TIER(LN_TIER_LANES)
+#define LN_SPLIT_DX_V LAYER_NORM_BWD_SPLIT_DX_TIER(LN_TIER_VECS)
+
+//   <op>_bwd_split_stats_<dtype>(x, dy, w, stats, nrows, ncols)
+//     grid (segments, any), stats [nrows, segments, 4] ACC
+//   <op>_bwd_split_dx_<dtype>(x, dy, w, stats, dx, dw_part, db_part, nrows, ncols, eps)
+//     grid (column blocks, parts), dw_part / db_part [parts, ncols]
+#define LN_SPLIT_KERNELS(T, ACC, S, OP, RMS)                                                       \
+  extern "C" __global__ void __launch_bounds__(LN_SPLIT_STATS_L)                                  \
+      OP##_bwd_split_stats_##S(const T *x, const T *dy, const T *w, ACC *stats,                   \
+                               const int64_t nrows, const int64_t ncols) {                        \
+    layer_norm::bwd_split_stats<T, LN_SPLIT_STATS_L, LN_SPLIT_STATS_V, RMS>(x, dy, w, stats,      \
+                                                                            nrows, ncols);        \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(LN_SPLIT_DX_L)                                     \
+      OP##_bwd_split_dx_##S(const T *x, const T *dy, const T *w, const ACC *stats, T *dx,         \
+                            ACC *dw_part, ACC *db_part, const int64_t nrows, const int64_t ncols, \
+                            const float eps) {                                                     \
+    layer_norm::bwd_split_dx<T, LN_SPLIT_DX_L, LN_SPLIT_DX_V, LN_SPLIT_STATS_L * LN_SPLIT_STATS_V, \
+                             RMS>(x, dy, w, stats, dx, dw_part, db_part, nrows, ncols, eps);      \
+  }
+
 #ifdef LAYER_NORM_SWEEP
 #define LN_SWEEP_TIERS                                                                             \
   LAYER_NORM_FWD_SWEEP_TIERS(LN_FWD_ROW)                                                           \
@@ -143,12 +174,7 @@
                             const int64_t ncols, const float eps) {                                \
     layer_norm::fwd_big<T>(x, y, w, b, nrows, ncols, eps);                                         \
   }                                                                                                \
-  extern "C" __global__ void __launch_bounds__(layer_norm::BIG_THREADS)                           \
-      layernorm_bwd_big_##S(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part,              \
-                            ACC *db_part, const int64_t nrows, const int64_t ncols,                \
-                            const float eps) {                                                     \
-    layer_norm::bwd_big<T>(x, dy, w, dx, dw_part, db_part, nrows, ncols, eps);                     \
-  }                                                                                                \
+  LN_SPLIT_KERNELS(T, ACC, S, layernorm, false)                                                   \
   extern "C" __global__ void __launch_bounds__(layer_norm::RED_COLS * layer_norm::RED_SLICES)     \
       layernorm_bwd_reduce_##S(const ACC *dw_part, const ACC *db_part, T *dw, T *db,               \
                                const int64_t nparts, const int64_t ncols) {                        \
@@ -159,12 +185,7 @@
                           const int64_t ncols, const float eps) {                                  \
     layer_norm::fwd_big<T, true>(x, y, w, b, nrows, ncols, eps);                                   \
   }                                                                                                \
-  extern "C" __global__ void __launch_bounds__(layer_norm::BIG_THREADS)                           \
-      rmsnorm_bwd_big_##S(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part,                \
-                          ACC *db_part, const int64_t nrows, const int64_t ncols,                  \
-                          const float eps) {                                                       \
-    layer_norm::bwd_big<T, true>(x, dy, w, dx, dw_part, db_part, nrows, ncols, eps);               \
-  }                                                                                                \
+  LN_SPLIT_KERNELS(T, ACC, S, rmsnorm, true)                                                     \
   extern "C" __global__ void __launch_bounds__(layer_norm::BIG_THREADS)                           \
       softmax_fwd_big_##S(const T *x, T *y, const int64_t nrows, const int64_t ncols) {            \
     layer_norm::softmax_fwd_big<T>(x, y, nrows, ncols);                                            \

@@ -1,5 +1,6 @@
 // Fused LayerNorm backward: dx and per block dw / db partial sums (resident
-// tiers and the big kernel), then the ordered reduction of the partials.
+// tiers, and the split kernels for wider rows), then the ordered reduction of
+// the partials.
 // See layer_norm.cu.
 #pragma once
 #include "layer_norm_common.cuh"
@@ -289,97 +290,226 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   }
 }
 
-// Backward, big kernel. Pass 1 streams x, dy, w once for the statistics and
-// the two gradient sums; everything is shifted by K, the row's first element,
-// and sum g*(x - mean) is accumulated as sum g*(x - K), corrected once the
-// (shifted) mean is known. Pass 2 re-reads the row (L2), writes dx and
-// adds dy*xhat, dy into the block's own partial row: each column belongs to
-// one thread, so there are no races.
-template <typename T, bool RMS = false>
-__device__ __forceinline__ void bwd_big(const T *__restrict__ x, const T *__restrict__ dy,
-                                        const T *__restrict__ w, T *__restrict__ dx,
-                                        typename acc_type<T>::type *__restrict__ dw_part,
-                                        typename acc_type<T>::type *__restrict__ db_part,
-                                        int64_t nrows, int64_t ncols, float eps) {
+// Backward, rows past the widest tier: split over blocks. Holding a whole row
+// per block would leave a row's dw / db partials nowhere to accumulate across
+// rows (registers and shared memory are too small), so the row is cut into
+// column blocks in two kernels:
+//  1. bwd_split_stats: one block per (row, segment of SEG_LANES * SEG_VECS
+//     vectors) writes the segment's sum (x - K), its M2 about its own mean, and
+//     sum g, sum g * (x - K), g = dy * w, K the row's first element (0 for RMS).
+//  2. bwd_split_dx: a block owns DX_LANES * DX_VECS vectors of columns and a
+//     tile of rows at a time: warp i merges the segments of row i of the tile,
+//     then every thread writes dx for its columns of the tile's rows and adds
+//     dy * xhat, dy to its partials in registers. Its partial row goes to
+//     dw_part / db_part[blockIdx.y] for bwd_reduce.
+// The merge is a sum over segments in both steps (the mean first, then
+// M2 = sum(M2_s + n_s * (mean_s - mean)^2)), done with xor butterflies: every
+// lane gets the same bits, and the result does not depend on scheduling.
+constexpr int SPLIT_STATS = 4; // ACCs per (row, segment)
+
+template <typename T, int LANES, int VECS, bool RMS = false>
+__device__ __forceinline__ void bwd_split_stats(const T *__restrict__ x, const T *__restrict__ dy,
+                                                const T *__restrict__ w,
+                                                typename acc_type<T>::type *__restrict__ stats,
+                                                int64_t nrows, int64_t ncols) {
   using ACC = typename acc_type<T>::type;
   constexpr int V = Pack<T>::N;
-  __shared__ ACC sh[5 * 32];
-  const int vec = use_vec<T>(ncols, x, dy, w, dx);
-  const int64_t nvec = (ncols + V - 1) / V;
-  const ACC inv_n = ACC(1) / ACC(ncols);
-  const int64_t prow = (int64_t)blockIdx.x * ncols;
-
-  for (int64_t slot = threadIdx.x; slot < nvec; slot += BIG_THREADS) {
-    const int nv = slot_valid<V>(slot, ncols);
-    for (int j = 0; j < nv; ++j) {
-      if (dw_part)
-        dw_part[prow + slot * V + j] = ACC(0);
-      if (db_part)
-        db_part[prow + slot * V + j] = ACC(0);
-    }
+  static_assert(LANES >= 32 && LANES % 32 == 0, "one segment per block");
+  __shared__ ACC sred[2][3 * 32];
+  const int vec = use_vec<T>(ncols, x, dy, w, x);
+  const int64_t nseg = (ncols + LANES * VECS * V - 1) / (LANES * VECS * V);
+  const int64_t seg0 = (int64_t)blockIdx.x * LANES * VECS; // first slot of the segment
+  const ACC nseg_elems = ACC(min((int64_t)LANES * VECS * V, ncols - seg0 * V));
+  int nv[VECS];
+  Pack<T> wk[VECS];
+#pragma unroll
+  for (int k = 0; k < VECS; ++k) {
+    const int64_t slot = seg0 + threadIdx.x + k * LANES;
+    nv[k] = slot_valid<V>(slot, ncols);
+    if (w)
+      wk[k] = load_pack(w, slot, nv[k], vec);
   }
-
-  for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
+  for (int64_t row = blockIdx.y; row < nrows; row += gridDim.y) {
     const T *xrow = x + row * ncols;
     const T *dyrow = dy + row * ncols;
+    Pack<T> xr[VECS], gr[VECS];
+#pragma unroll
+    for (int k = 0; k < VECS; ++k) {
+      const int64_t slot = seg0 + threadIdx.x + k * LANES;
+      xr[k] = load_pack(xrow, slot, nv[k], vec);
+      gr[k] = load_pack(dyrow, slot, nv[k], vec);
+    }
     ACC shift = ACC(0);
-    if (!RMS && ncols > 0) {
-      const Pack<T> first = load_pack(xrow, 0, 1, false);
-      shift = Elem<T>::get(first, 0);
-    }
-    Welford<ACC> a = {ACC(0), ACC(0), ACC(0)};
-    ACC s[2] = {ACC(0), ACC(0)};
-    for (int64_t slot = threadIdx.x; slot < nvec; slot += BIG_THREADS) {
-      const int nv = slot_valid<V>(slot, ncols);
-      const Pack<T> xr = load_pack(xrow, slot, nv, vec);
-      const Pack<T> dyk = load_pack(dyrow, slot, nv, vec);
-      Pack<T> wk;
-      if (w)
-        wk = load_pack(w, slot, nv, vec);
-      welford_chunk<T>(a, xr, nv, shift);
+    if constexpr (!RMS)
+      shift = Elem<T>::get(load_pack(xrow, 0, 1, false), 0);
+    ACC sd[1] = {ACC(0)};
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        // Masked elements have dy == 0, hence g == 0.
-        ACC g = Elem<T>::get(dyk, j);
-        if (w)
-          g *= Elem<T>::get(wk, j);
-        s[0] += g;
-        s[1] += g * (Elem<T>::get(xr, j) - shift);
-      }
-    }
-    big_allreduce<2>(a, s, sh);
-    // RMS: mean(x^2) = M2 / n + mean^2, and no mean removed.
-    const ACC mean = RMS ? ACC(0) : a.mean;
-    const ACC var = RMS ? a.m2 * inv_n + a.mean * a.mean : a.m2 * inv_n;
-    const ACC rstd = ln_rstd(max(var, ACC(0)), eps);
-    const ACC mg = RMS ? ACC(0) : s[0] * inv_n;
-    const ACC mgx = (s[1] - mean * s[0]) * rstd * inv_n;
-
-    T *dxrow = dx + row * ncols;
-    for (int64_t slot = threadIdx.x; slot < nvec; slot += BIG_THREADS) {
-      const int nv = slot_valid<V>(slot, ncols);
-      const Pack<T> xr = load_pack(xrow, slot, nv, vec);
-      const Pack<T> dyk = load_pack(dyrow, slot, nv, vec);
-      Pack<T> wk, o;
-      o.zero();
-      if (w)
-        wk = load_pack(w, slot, nv, vec);
+    for (int k = 0; k < VECS; ++k)
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        const ACC xhat = ((Elem<T>::get(xr, j) - shift) - mean) * rstd;
-        const ACC dyv = Elem<T>::get(dyk, j);
-        const ACC g = w ? dyv * Elem<T>::get(wk, j) : dyv;
-        Elem<T>::set(o, j, rstd * (g - mg - xhat * mgx));
-        if (j < nv) {
-          if (dw_part)
-            dw_part[prow + slot * V + j] += dyv * xhat;
-          if (db_part)
-            db_part[prow + slot * V + j] += dyv;
+      for (int j = 0; j < V; ++j)
+        if (j < nv[k])
+          sd[0] += Elem<T>::get(xr[k], j) - shift;
+    row_allreduce<LANES>(sd, sred[0]);
+    const ACC mseg = sd[0] / nseg_elems;
+    ACC s3[3] = {ACC(0), ACC(0), ACC(0)};
+#pragma unroll
+    for (int k = 0; k < VECS; ++k)
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        if (j < nv[k]) {
+          const ACC d = Elem<T>::get(xr[k], j) - shift;
+          ACC g = Elem<T>::get(gr[k], j);
+          if (w)
+            g *= Elem<T>::get(wk[k], j);
+          s3[0] += (d - mseg) * (d - mseg);
+          s3[1] += g;
+          s3[2] += g * d;
         }
-      }
-      store_pack(dxrow, slot, nv, vec, o);
+    // The previous row read sred[1] before this row's barrier in the sd
+    // reduction, so it is free here.
+    row_allreduce<LANES>(s3, sred[1]);
+    if (threadIdx.x == 0) {
+      ACC *st = stats + (row * nseg + blockIdx.x) * SPLIT_STATS;
+      st[0] = sd[0];
+      st[1] = s3[0];
+      st[2] = s3[1];
+      st[3] = s3[2];
     }
   }
+}
+
+// The row statistics of bwd_split_dx from the row's segments, computed by one
+// warp; every lane returns the same bits. seg_elems: elements of a full segment.
+template <typename ACC> struct SplitRow {
+  ACC mean, rstd, mg, mgx;
+};
+
+template <typename ACC, bool RMS>
+__device__ __forceinline__ SplitRow<ACC> split_row_stats(const ACC *__restrict__ st, int64_t nseg,
+                                                         int64_t seg_elems, int64_t ncols,
+                                                         float eps) {
+  const int lane = threadIdx.x & 31;
+  const ACC inv_n = ACC(1) / ACC(ncols);
+  ACC s3[3] = {ACC(0), ACC(0), ACC(0)}; // sum (x - K), sum g, sum g * (x - K)
+  for (int64_t i = lane; i < nseg; i += 32) {
+    s3[0] += st[i * SPLIT_STATS];
+    s3[1] += st[i * SPLIT_STATS + 2];
+    s3[2] += st[i * SPLIT_STATS + 3];
+  }
+  row_allreduce<32>(s3, (ACC *)nullptr);
+  const ACC mean = s3[0] * inv_n; // of x - K
+  ACC m2[1] = {ACC(0)};
+  for (int64_t i = lane; i < nseg; i += 32) {
+    const ACC n = ACC(min(seg_elems, ncols - i * seg_elems));
+    const ACC delta = st[i * SPLIT_STATS] / n - mean;
+    m2[0] += st[i * SPLIT_STATS + 1] + n * delta * delta;
+  }
+  row_allreduce<32>(m2, (ACC *)nullptr);
+  // RMS: mean(x^2) = M2 / n + mean^2, and no mean removed.
+  const ACC var = RMS ? m2[0] * inv_n + mean * mean : m2[0] * inv_n;
+  SplitRow<ACC> r;
+  r.mean = RMS ? ACC(0) : mean;
+  r.rstd = ln_rstd(max(var, ACC(0)), eps);
+  r.mg = RMS ? ACC(0) : s3[1] * inv_n;
+  r.mgx = (s3[2] - r.mean * s3[1]) * r.rstd * inv_n;
+  return r;
+}
+
+// SEG_VECS: vectors of a segment of bwd_split_stats (its LANES * VECS).
+template <typename T, int LANES, int VECS, int SEG_VECS, bool RMS = false>
+__device__ __forceinline__ void bwd_split_dx(const T *__restrict__ x, const T *__restrict__ dy,
+                                             const T *__restrict__ w,
+                                             const typename acc_type<T>::type *__restrict__ stats,
+                                             T *__restrict__ dx,
+                                             typename acc_type<T>::type *__restrict__ dw_part,
+                                             typename acc_type<T>::type *__restrict__ db_part,
+                                             int64_t nrows, int64_t ncols, float eps) {
+  using ACC = typename acc_type<T>::type;
+  constexpr int V = Pack<T>::N;
+  constexpr int TILE = LANES / 32; // rows per tile, one per warp for the statistics
+  constexpr int64_t SEG_ELEMS = (int64_t)SEG_VECS * V;
+  __shared__ ACC srow[TILE][5];
+  const int vec = use_vec<T>(ncols, x, dy, w, dx);
+  const int64_t nseg = (ncols + SEG_ELEMS - 1) / SEG_ELEMS;
+  const int64_t col0 = (int64_t)blockIdx.x * LANES * VECS; // first slot of the column block
+  const int warp = threadIdx.x / 32;
+  int nv[VECS];
+  Pack<T> wk[VECS];
+  ACC dwa[VECS][V], dba[VECS][V];
+#pragma unroll
+  for (int k = 0; k < VECS; ++k) {
+    const int64_t slot = col0 + threadIdx.x + k * LANES;
+    nv[k] = slot_valid<V>(slot, ncols);
+    if (w)
+      wk[k] = load_pack(w, slot, nv[k], vec);
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      dwa[k][j] = ACC(0);
+      dba[k][j] = ACC(0);
+    }
+  }
+  for (int64_t tile0 = (int64_t)blockIdx.y * TILE; tile0 < nrows; tile0 += (int64_t)gridDim.y * TILE) {
+    __syncthreads(); // the previous tile's readers are done with srow
+    {
+      const int64_t row = tile0 + warp;
+      if (row < nrows) {
+        const SplitRow<ACC> r =
+            split_row_stats<ACC, RMS>(stats + row * nseg * SPLIT_STATS, nseg, SEG_ELEMS, ncols, eps);
+        if ((threadIdx.x & 31) == 0) {
+          srow[warp][0] = RMS ? ACC(0) : Elem<T>::get(load_pack(x + row * ncols, 0, 1, false), 0);
+          srow[warp][1] = r.mean;
+          srow[warp][2] = r.rstd;
+          srow[warp][3] = r.mg;
+          srow[warp][4] = r.mgx;
+        }
+      }
+    }
+    __syncthreads();
+    const int rows = (int)min((int64_t)TILE, nrows - tile0);
+#pragma unroll 2
+    for (int i = 0; i < rows; ++i) {
+      const int64_t row = tile0 + i;
+      const ACC shift = srow[i][0], mean = srow[i][1], rstd = srow[i][2], mg = srow[i][3],
+                mgx = srow[i][4];
+#pragma unroll
+      for (int k = 0; k < VECS; ++k) {
+        if (nv[k] == 0)
+          continue;
+        const int64_t slot = col0 + threadIdx.x + k * LANES;
+        const Pack<T> xr = load_pack(x + row * ncols, slot, nv[k], vec);
+        const Pack<T> dyk = load_pack(dy + row * ncols, slot, nv[k], vec);
+        Pack<T> o;
+        o.zero();
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const ACC xhat = ((Elem<T>::get(xr, j) - shift) - mean) * rstd;
+          const ACC dyv = Elem<T>::get(dyk, j);
+          const ACC g = w ? dyv * Elem<T>::get(wk[k], j) : dyv;
+          Elem<T>::set(o, j, rstd * (g - mg - xhat * mgx));
+          if (j < nv[k]) {
+            dwa[k][j] += dyv * xhat;
+            dba[k][j] += dyv;
+          }
+        }
+        store_pack(dx + row * ncols, slot, nv[k], vec, o);
+      }
+    }
+  }
+  // This block's partial row of its columns: every column is written (zeros
+  // when the block processed no rows).
+  const int64_t prow = (int64_t)blockIdx.y * ncols;
+#pragma unroll
+  for (int k = 0; k < VECS; ++k)
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int64_t col = (col0 + threadIdx.x + k * LANES) * V + j;
+      if (col < ncols) {
+        if (dw_part)
+          dw_part[prow + col] = dwa[k][j];
+        if (db_part)
+          db_part[prow + col] = dba[k][j];
+      }
+    }
 }
 
 // dw[c] = sum_p dw_part[p * ncols + c] (same for db), always in the same order.

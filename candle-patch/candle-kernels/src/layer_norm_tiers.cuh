@@ -12,7 +12,8 @@
 //
 // The host picks the first tier of a list whose lanes * vecs covers the row's
 // vectors, so each list is sorted by lanes * vecs; longer rows use the `big`
-// kernels. The shipped lists are what production PTX holds. The sweep lists
+// forward and the split backward (one tier for each of its two kernels). The
+// shipped lists are what production PTX holds. The sweep lists
 // are candidates that only the harness compiles (-DLAYER_NORM_SWEEP) to
 // re-tune the shipped lists; moving a tier between the two is a one-line
 // change. Both lists were picked from a sweep of every tier on an H200.
@@ -48,9 +49,19 @@
   X(l128v1, 128, 1, 0, 0, 1)                                                                       \
   X(l128v2, 128, 2, 0, 0, 1)                                                                       \
   X(l512v1s, 512, 1, 1, 0, 2)                                                                      \
-  X(l256v4, 256, 4, 0, 0, 2)                                                                       \
+  X(l512v2s, 512, 2, 1, 0, 2)                                                                      \
   X(l512v4sp, 512, 4, 1, 1, 1)                                                                     \
   X(l1024v4s, 1024, 4, 1, 0, 1)
+
+// The backward of rows past LAYER_NORM_BWD_TIERS (layer_norm_bwd.cuh): the
+// statistics kernel takes a segment of lanes * vecs vectors of a row per
+// block, the dx kernel a column block of lanes * vecs vectors and a tile of
+// lanes / 32 rows at a time.
+#define LAYER_NORM_BWD_SPLIT_STATS_TIER(X)                                                         \
+  X(l256v4, 256, 4, 0, 0, 1)
+
+#define LAYER_NORM_BWD_SPLIT_DX_TIER(X)                                                            \
+  X(l256v2, 256, 2, 0, 0, 1)
 
 #define LAYER_NORM_FWD_SWEEP_TIERS(X)                                                              \
   X(l32v8, 32, 8, 0, 0, 1)                                                                         \
@@ -76,8 +87,8 @@
   X(l128v2s, 128, 2, 1, 0, 1)                                                                      \
   X(l128v4s, 128, 4, 1, 0, 1)                                                                      \
   X(l256v2s, 256, 2, 1, 0, 1)                                                                      \
+  X(l256v4, 256, 4, 0, 0, 2)                                                                       \
   X(l256v4s, 256, 4, 1, 0, 1)                                                                      \
-  X(l512v2s, 512, 2, 1, 0, 2)                                                                      \
   X(l512v4s, 512, 4, 1, 0, 1)                                                                      \
   X(l1024v1s, 1024, 1, 1, 0, 1)                                                                    \
   X(l1024v2s, 1024, 2, 1, 0, 1)

@@ -7,7 +7,7 @@
 use std::sync::OnceLock;
 
 use candle::cuda_backend::cudarc::driver::{
-    sys, CudaFunction, CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg,
+    sys, CudaFunction, CudaSlice, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg,
     ValidAsZeroBits,
 };
 use candle::cuda_backend::{kernel_name, kernels, CudaDType, WrapErr};
@@ -67,6 +67,36 @@ impl Direction {
             parse_tiers(kernels::LAYER_NORM_TIERS, self.registry_list())
                 .unwrap_or_else(|e| panic!("candle-kernels layer_norm_tiers.cuh: {e}"))
         })
+    }
+}
+
+/// The two kernels of the backward for rows past the widest backward tier
+/// (`layer_norm_bwd.cuh`, `bwd_split_*`): a segment of a row per block for the statistics, a
+/// column block for `dx` and the parameter partials.
+struct SplitTiers {
+    stats: Tier,
+    dx: Tier,
+}
+
+impl SplitTiers {
+    fn get() -> &'static Self {
+        static SPLIT: OnceLock<SplitTiers> = OnceLock::new();
+        SPLIT.get_or_init(|| {
+            let one = |list| match parse_tiers(kernels::LAYER_NORM_TIERS, list).as_deref() {
+                Ok([tier]) => tier.clone(),
+                Ok(tiers) => panic!("candle-kernels layer_norm_tiers.cuh: {list}: {tiers:?}"),
+                Err(e) => panic!("candle-kernels layer_norm_tiers.cuh: {e}"),
+            };
+            Self {
+                stats: one("LAYER_NORM_BWD_SPLIT_STATS_TIER"),
+                dx: one("LAYER_NORM_BWD_SPLIT_DX_TIER"),
+            }
+        })
+    }
+
+    /// The kernel names, statistics then `dx`; `op` is [`Norm::prefix`].
+    fn names(op: &str, dtype: DType) -> [String; 2] {
+        ["stats", "dx"].map(|k| format!("{op}_bwd_split_{k}_{}", dtype.as_str()))
     }
 }
 
@@ -376,6 +406,21 @@ where
         dev.get_or_load_func(&name, &kernels::LAYER_NORM)
     };
     let mut plan = plan_for(max_smem);
+    if matches!(plan.kernel, Kernel::Big) {
+        return bwd_split::<T, A>(
+            dev,
+            norm,
+            &xs,
+            &grad,
+            alpha.as_ref(),
+            eps,
+            dst,
+            n_rows,
+            n_cols,
+            alpha_grad,
+            beta_grad,
+        );
+    }
     let mut func = load(&plan)?;
     if plan.smem_bytes > 0 && plan.smem_bytes + plan.static_smem(&func)? > max_smem {
         // The kernel's own shared memory leaves too little room for the partial sums.
@@ -384,17 +429,11 @@ where
     }
     plan.prepare(&func)?;
     let n_blocks = plan.grid(dev, &func, n_rows)?;
-    // SAFETY: Set later by running the kernel, every block writes its row.
-    let dalpha_part = match alpha_grad {
-        true => Some(unsafe { dev.alloc::<A>(n_blocks * n_cols)? }),
-        false => None,
-    };
-    let dbeta_part = match beta_grad {
-        true => Some(unsafe { dev.alloc::<A>(n_blocks * n_cols)? }),
-        false => None,
-    };
+    let [dalpha_part, dbeta_part] =
+        [alpha_grad, beta_grad].map(|want| alloc_parts::<A>(dev, want, n_blocks * n_cols));
+    let (dalpha_part, dbeta_part) = (dalpha_part?, dbeta_part?);
     let null = 0u64;
-    let (mut dxs, mut dparams) = dst.split_at_mut(el_count);
+    let (mut dxs, dparams) = dst.split_at_mut(el_count);
     {
         let mut builder = func.builder();
         builder.arg(&xs);
@@ -416,7 +455,153 @@ where
         // SAFETY: ffi.
         unsafe { builder.launch(plan.config(n_blocks)) }.w()?;
     }
-    if n_params > 0 {
+    reduce_parts::<T, A>(
+        dev,
+        dparams,
+        dalpha_part.as_ref(),
+        dbeta_part.as_ref(),
+        n_blocks,
+        n_cols,
+    )?;
+    Ok(CudaStorage::wrap_cuda_slice(dst, dev.clone()))
+}
+
+/// `n` partial sums for one parameter's gradient, or none when it is not asked for.
+fn alloc_parts<A: DeviceRepr>(
+    dev: &CudaDevice,
+    want: bool,
+    n: usize,
+) -> Result<Option<CudaSlice<A>>> {
+    // SAFETY: Set later by running the kernel, every block writes its partial row.
+    Ok(match want {
+        true => Some(unsafe { dev.alloc::<A>(n)? }),
+        false => None,
+    })
+}
+
+/// The backward for rows past the widest tier: per (row, segment) statistics, then `dx` and the
+/// parameter partials over column blocks (`layer_norm_bwd.cuh`), then [`reduce_parts`].
+#[allow(clippy::too_many_arguments)]
+fn bwd_split<T, A>(
+    dev: &CudaDevice,
+    norm: Norm,
+    xs: &CudaView<T>,
+    grad: &CudaView<T>,
+    alpha: Option<&CudaView<T>>,
+    eps: f32,
+    mut dst: CudaSlice<T>,
+    n_rows: usize,
+    n_cols: usize,
+    alpha_grad: bool,
+    beta_grad: bool,
+) -> Result<CudaStorage>
+where
+    T: CudaDType + WithDType + DeviceRepr + ValidAsZeroBits,
+    A: DeviceRepr + ValidAsZeroBits,
+{
+    let split = SplitTiers::get();
+    let n_vecs = n_cols.div_ceil(16 / T::DTYPE.size_in_bytes());
+    let n_segs = n_vecs.div_ceil(split.stats.lanes * split.stats.vecs);
+    let n_col_blocks = n_vecs.div_ceil(split.dx.lanes * split.dx.vecs);
+    let tile_rows = split.dx.lanes / 32;
+    let [stats_name, dx_name] = SplitTiers::names(norm.prefix(), T::DTYPE);
+    let stats_func = dev.get_or_load_func(&stats_name, &kernels::LAYER_NORM)?;
+    let dx_func = dev.get_or_load_func(&dx_name, &kernels::LAYER_NORM)?;
+    // As many dx blocks as can be resident: the partials depend on this grid, which only depends
+    // on the kernel, the device and the shape.
+    let n_sms = dev
+        .cuda_stream()
+        .context()
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .w()? as usize;
+    let blocks_per_sm = dx_func
+        .occupancy_max_active_blocks_per_multiprocessor(split.dx.lanes as u32, 0, None)
+        .w()?
+        .max(1) as usize;
+    let n_parts = (n_sms * blocks_per_sm)
+        .div_ceil(n_col_blocks)
+        .min(n_rows.div_ceil(tile_rows))
+        .min(u16::MAX as usize);
+    // SAFETY: Set later by running the kernel, every (row, segment) is written.
+    let stats = unsafe { dev.alloc::<A>(n_rows * n_segs * 4)? };
+    let [dalpha_part, dbeta_part] =
+        [alpha_grad, beta_grad].map(|want| alloc_parts::<A>(dev, want, n_parts * n_cols));
+    let (dalpha_part, dbeta_part) = (dalpha_part?, dbeta_part?);
+    let null = 0u64;
+    let (mut dxs, dparams) = dst.split_at_mut(n_rows * n_cols);
+    {
+        let mut builder = stats_func.builder();
+        builder.arg(xs);
+        builder.arg(grad);
+        match alpha {
+            Some(alpha) => builder.arg(alpha),
+            None => builder.arg(&null),
+        };
+        builder.arg(&stats);
+        candle::builder_arg!(builder, n_rows as i64, n_cols as i64);
+        let cfg = LaunchConfig {
+            grid_dim: (n_segs as u32, n_rows.min(u16::MAX as usize) as u32, 1),
+            block_dim: (split.stats.lanes as u32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: ffi.
+        unsafe { builder.launch(cfg) }.w()?;
+    }
+    {
+        let mut builder = dx_func.builder();
+        builder.arg(xs);
+        builder.arg(grad);
+        match alpha {
+            Some(alpha) => builder.arg(alpha),
+            None => builder.arg(&null),
+        };
+        builder.arg(&stats);
+        builder.arg(&mut dxs);
+        match &dalpha_part {
+            Some(p) => builder.arg(p),
+            None => builder.arg(&null),
+        };
+        match &dbeta_part {
+            Some(p) => builder.arg(p),
+            None => builder.arg(&null),
+        };
+        candle::builder_arg!(builder, n_rows as i64, n_cols as i64, eps);
+        let cfg = LaunchConfig {
+            grid_dim: (n_col_blocks as u32, n_parts as u32, 1),
+            block_dim: (split.dx.lanes as u32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: ffi.
+        unsafe { builder.launch(cfg) }.w()?;
+    }
+    reduce_parts::<T, A>(
+        dev,
+        dparams,
+        dalpha_part.as_ref(),
+        dbeta_part.as_ref(),
+        n_parts,
+        n_cols,
+    )?;
+    Ok(CudaStorage::wrap_cuda_slice(dst, dev.clone()))
+}
+
+/// Adds the `n_parts` partial rows of each requested parameter gradient, in a fixed order, into
+/// `dparams` (`dalpha` then `dbeta`, `n_cols` each, those requested).
+fn reduce_parts<T, A>(
+    dev: &CudaDevice,
+    mut dparams: CudaViewMut<T>,
+    dalpha_part: Option<&CudaSlice<A>>,
+    dbeta_part: Option<&CudaSlice<A>>,
+    n_parts: usize,
+    n_cols: usize,
+) -> Result<()>
+where
+    T: CudaDType + WithDType + DeviceRepr,
+    A: DeviceRepr,
+{
+    let (alpha_grad, beta_grad) = (dalpha_part.is_some(), dbeta_part.is_some());
+    let null = 0u64;
+    if alpha_grad || beta_grad {
         let (mut dalpha, mut dbeta) = dparams.split_at_mut(if alpha_grad { n_cols } else { 0 });
         // 32 columns x 32 slices per block, see layer_norm.cu.
         let cfg = LaunchConfig {
@@ -427,11 +612,11 @@ where
         let name = kernel_name::<T>("layernorm_bwd_reduce");
         let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
         let mut builder = func.builder();
-        match &dalpha_part {
+        match dalpha_part {
             Some(p) => builder.arg(p),
             None => builder.arg(&null),
         };
-        match &dbeta_part {
+        match dbeta_part {
             Some(p) => builder.arg(p),
             None => builder.arg(&null),
         };
@@ -443,11 +628,11 @@ where
             true => builder.arg(&mut dbeta),
             false => builder.arg(&null),
         };
-        candle::builder_arg!(builder, n_blocks as i64, n_cols as i64);
+        candle::builder_arg!(builder, n_parts as i64, n_cols as i64);
         // SAFETY: ffi.
         unsafe { builder.launch(cfg) }.w()?;
     }
-    Ok(CudaStorage::wrap_cuda_slice(dst, dev.clone()))
+    Ok(())
 }
 
 /// The fused softmax over the last dimension of `xs`.
@@ -544,7 +729,12 @@ mod tests {
                 for max_smem in [0, usize::MAX] {
                     for n_cols in 1..=70_000 {
                         let plan = LaunchPlan::new(dir.tiers(), n_cols, dtype, 1, max_smem);
-                        names.push(plan.kernel.name(op, dir, dtype));
+                        match (plan.kernel, dir) {
+                            (Kernel::Big, Direction::Bwd) if op != SOFTMAX => {
+                                names.extend(SplitTiers::names(op, dtype))
+                            }
+                            _ => names.push(plan.kernel.name(op, dir, dtype)),
+                        }
                     }
                 }
             }
@@ -564,6 +754,11 @@ mod tests {
             let tiers = dir.tiers();
             assert!(tiers.len() > 4, "{dir:?}: {tiers:?}");
             assert_eq!(tiers[0].lanes * tiers[0].vecs, 1);
+        }
+        // The split kernels reduce a segment over whole warps, one row per warp of a tile.
+        let split = SplitTiers::get();
+        for tier in [&split.stats, &split.dx] {
+            assert!(tier.lanes >= 32 && tier.lanes % 32 == 0, "{tier:?}");
         }
         let bad = "#define LAYER_NORM_FWD_TIERS(X) \\\n  X(l2v1, 1, 1, 0, 0, 1)\n";
         assert!(parse_tiers(bad, "LAYER_NORM_FWD_TIERS").is_err());
