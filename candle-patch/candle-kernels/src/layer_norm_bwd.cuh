@@ -40,6 +40,7 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   constexpr bool W_RES = !SMEM_ACC && LANES >= 128 && VECS * V <= 8;
   // ACC lanes of one vector slot in shared memory, as 16-byte words.
   constexpr int NQ = V * (int)sizeof(ACC) / 16;
+  constexpr int A4 = 16 / (int)sizeof(ACC); // ACCs per 16-byte word
   union AccVec {
     float4 q[NQ];
     ACC a[V];
@@ -54,8 +55,13 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   const int64_t stride = rg.stride;
 
   ACC dwa[SMEM_ACC ? 1 : VECS][V], dba[SMEM_ACC ? 1 : VECS][V];
-  // SMEM_ACC: dw partials at sacc[0, npad), db partials at sacc[npad, 2 npad).
+  // SMEM_ACC: dw partials at sacc[0, npad), db partials at sacc[npad, 2 npad),
+  // word-major: 16-byte word q of vector slot s at word q * nslots + s, so that
+  // a warp's accesses to word q of consecutive slots are contiguous (slot-major,
+  // 16-bit dtypes' two words per slot would cost twice the shared memory
+  // wavefronts).
   const int64_t npad = (ncols + V - 1) / V * V;
+  const int64_t nslots = npad / V;
   ACC *sacc = reinterpret_cast<ACC *>(ln_dyn_smem);
   if constexpr (SMEM_ACC) {
     for (int64_t e = threadIdx.x; e < 2 * npad; e += THREADS)
@@ -178,13 +184,13 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
           wk = load_pack(w, slot, rg.nv[k], vec);
         if constexpr (SMEM_ACC) {
           // This thread's columns [slot * V, slot * V + V) of the partials.
-          float4 *qw = reinterpret_cast<float4 *>(sacc + slot * V);
-          float4 *qb = reinterpret_cast<float4 *>(sacc + npad + slot * V);
+          float4 *qw = reinterpret_cast<float4 *>(sacc) + slot;
+          float4 *qb = reinterpret_cast<float4 *>(sacc + npad) + slot;
           AccVec aw, ab;
 #pragma unroll
           for (int q = 0; q < NQ; ++q) {
-            aw.q[q] = qw[q];
-            ab.q[q] = qb[q];
+            aw.q[q] = qw[q * nslots];
+            ab.q[q] = qb[q * nslots];
           }
 #pragma unroll
           for (int j = 0; j < V; ++j) {
@@ -199,8 +205,8 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
           }
 #pragma unroll
           for (int q = 0; q < NQ; ++q) {
-            qw[q] = aw.q[q];
-            qb[q] = ab.q[q];
+            qw[q * nslots] = aw.q[q];
+            qb[q * nslots] = ab.q[q];
           }
         } else {
 #pragma unroll
@@ -236,10 +242,12 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   if constexpr (SMEM_ACC) {
     __syncthreads();
     for (int64_t e = threadIdx.x; e < ncols; e += THREADS) {
+      const int j = (int)(e % V);
+      const int64_t i = ((j / A4) * nslots + e / V) * A4 + j % A4;
       if (dw_part)
-        dw_part[prow + e] = sacc[e];
+        dw_part[prow + e] = sacc[i];
       if (db_part)
-        db_part[prow + e] = sacc[npad + e];
+        db_part[prow + e] = sacc[npad + i];
     }
   } else if constexpr (RPB == 1) {
 #pragma unroll

@@ -406,6 +406,13 @@ where
         dev.get_or_load_func(&name, &kernels::LAYER_NORM)
     };
     let mut plan = plan_for(max_smem);
+    if plan.smem_bytes > 0 {
+        let func = load(&plan)?;
+        if plan.smem_bytes + plan.static_smem(&func)? > max_smem {
+            // The kernel's own shared memory leaves too little room for the partial sums.
+            plan = plan_for(0);
+        }
+    }
     if matches!(plan.kernel, Kernel::Big) {
         return bwd_split::<T, A>(
             dev,
@@ -421,12 +428,7 @@ where
             beta_grad,
         );
     }
-    let mut func = load(&plan)?;
-    if plan.smem_bytes > 0 && plan.smem_bytes + plan.static_smem(&func)? > max_smem {
-        // The kernel's own shared memory leaves too little room for the partial sums.
-        plan = plan_for(0);
-        func = load(&plan)?;
-    }
+    let func = load(&plan)?;
     plan.prepare(&func)?;
     let n_blocks = plan.grid(dev, &func, n_rows)?;
     let [dalpha_part, dbeta_part] =
