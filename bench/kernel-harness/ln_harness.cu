@@ -256,7 +256,9 @@ template <typename T> struct Problem {
       fwd_grid = std::min(fwd_grid, g_sms * std::max(1, occupancy(KT<T>::fwd(fwd_tier), fwd_threads(), 0)));
     // Backward: persistent, capped at what is resident (layer_norm_cuda.rs).
     bwd_smem = bwd_smem_bytes<T>(ALL_BWD, bwd_tier, N_ALL_BWD, c);
-    if (bwd_smem > 48 * 1024)
+    // Opt in whenever there is dynamic shared memory: past 48 KiB counts the kernel's static
+    // shared memory too (as layer_norm_cuda.rs, LaunchPlan::prepare).
+    if (bwd_smem > 0)
       CK(cudaFuncSetAttribute(KT<T>::bwd(bwd_tier), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bwd_smem));
     if (bwd_tier == N_ALL_BWD) {
       // Split: the grid is the dx kernel's parts (gridDim.y), as many blocks as are resident
