@@ -38,15 +38,19 @@ struct Tier {
 };
 #define TIER_ROW(tag, l, v, sm, pf, minb) {#tag, l, v, sm != 0, pf != 0},
 static const Tier ALL_FWD[] = {LAYER_NORM_FWD_TIERS(TIER_ROW) LAYER_NORM_FWD_SWEEP_TIERS(TIER_ROW)};
-static const Tier ALL_BWD[] = {LAYER_NORM_BWD_TIERS(TIER_ROW) LAYER_NORM_BWD_SWEEP_TIERS(TIER_ROW)};
+static const Tier ALL_BWD[] = {LAYER_NORM_BWD_TIERS(TIER_ROW, TIER_ROW, TIER_ROW) LAYER_NORM_BWD_SWEEP_TIERS(TIER_ROW)};
 static const int N_ALL_FWD = sizeof(ALL_FWD) / sizeof(Tier), N_ALL_BWD = sizeof(ALL_BWD) / sizeof(Tier);
 
-// The host's tables (candle-nn/src/layer_norm_cuda.rs reads the same registry lists).
+// The host's tables (candle-nn/src/layer_norm_cuda.rs reads the same registry lists); the
+// backward's for 16-bit dtypes (X16 rows) and for the others (X32 rows).
 #define TIER_TAG(tag, l, v, sm, pf, minb) #tag,
+#define TIER_NONE(tag, l, v, sm, pf, minb)
 static const char *FWD_TABLE[] = {LAYER_NORM_FWD_TIERS(TIER_TAG)};
-static const char *BWD_TABLE[] = {LAYER_NORM_BWD_TIERS(TIER_TAG)};
+static const char *BWD_TABLE16[] = {LAYER_NORM_BWD_TIERS(TIER_TAG, TIER_TAG, TIER_NONE)};
+static const char *BWD_TABLE32[] = {LAYER_NORM_BWD_TIERS(TIER_TAG, TIER_NONE, TIER_TAG)};
 static const int N_FWD_TABLE = sizeof(FWD_TABLE) / sizeof(char *);
-static const int N_BWD_TABLE = sizeof(BWD_TABLE) / sizeof(char *);
+static const int N_BWD_TABLE16 = sizeof(BWD_TABLE16) / sizeof(char *);
+static const int N_BWD_TABLE32 = sizeof(BWD_TABLE32) / sizeof(char *);
 
 // Kernel index: 0..N-1 into ALL_*, N = big (forward) / split (backward).
 static int find_tier(const Tier *all, int n, const char *tag) {
@@ -73,7 +77,8 @@ template <typename T> struct KT;
       return t[i];                                                                                 \
     }                                                                                              \
     static Bwd bwd(int i) {                                                                        \
-      static const Bwd t[] = {LAYER_NORM_BWD_TIERS(KB_##S) LAYER_NORM_BWD_SWEEP_TIERS(KB_##S)};     \
+      static const Bwd t[] = {LAYER_NORM_BWD_TIERS(KB_##S, KB_##S, KB_##S)                         \
+                                  LAYER_NORM_BWD_SWEEP_TIERS(KB_##S)};                             \
       return t[i];                                                                                 \
     }                                                                                              \
     static Red red() { return layernorm_bwd_reduce_##S; }                                          \
@@ -132,11 +137,13 @@ template <typename T> static size_t bwd_smem_bytes(const Tier *all, int t, int n
 }
 template <typename T> static int pick_tier(int64_t ncols, bool bwd) {
   const int64_t nvec = (ncols + 16 / (int64_t)sizeof(T) - 1) / (16 / (int64_t)sizeof(T));
-  const int n = bwd ? N_BWD_TABLE : N_FWD_TABLE;
+  const bool h = sizeof(T) == 2;
+  const char *const *table = !bwd ? FWD_TABLE : h ? BWD_TABLE16 : BWD_TABLE32;
+  const int n = !bwd ? N_FWD_TABLE : h ? N_BWD_TABLE16 : N_BWD_TABLE32;
   const Tier *all = bwd ? ALL_BWD : ALL_FWD;
   const int nall = bwd ? N_ALL_BWD : N_ALL_FWD;
   for (int i = 0; i < n; ++i) {
-    const int t = find_tier(all, nall, bwd ? BWD_TABLE[i] : FWD_TABLE[i]);
+    const int t = find_tier(all, nall, table[i]);
     if ((int64_t)all[t].lanes * all[t].vecs < nvec)
       continue;
     if (bwd && bwd_smem_bytes<T>(all, t, nall, ncols) > (size_t)g_max_smem_optin)

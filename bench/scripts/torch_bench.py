@@ -2,8 +2,10 @@
 """PyTorch side of the layer norm comparison: same grid, same method as gpu_bench
 (warm up, then `reps` batches of `iters` calls each ended by a synchronize; median batch / iters).
 
-Levels: fwd = F.layer_norm; bwd = torch.autograd.grad of a retained graph (backward only);
-fwd+bwd = both, as a training step does. Writes a CSV with the columns of gpu_bench.
+Levels: fwd = F.layer_norm; bwd = PyTorch's backward kernel alone
+(`aten.native_layer_norm_backward` with the forward's saved mean and rstd, no autograd engine,
+as gpu_bench's bwd is our backward op alone); fwd+bwd = F.layer_norm + torch.autograd.grad, as a
+training step does. Writes a CSV with the columns of gpu_bench.
 """
 import argparse
 import time
@@ -59,10 +61,16 @@ def main():
             with torch.no_grad():
                 us = time_us(lambda: F.layer_norm(x, (cols,), w, b, 1e-5), iters, a.reps)
             rows_out.append(("torch", "fwd", dname, rows, cols, us, fwd_bytes))
-            y = F.layer_norm(x, (cols,), w, b, 1e-5)
-            us = time_us(lambda: torch.autograd.grad(y, (x, w, b), dy, retain_graph=True), iters, a.reps)
+            with torch.no_grad():
+                _, mean, rstd = torch.ops.aten.native_layer_norm(x, [cols], w, b, 1e-5)
+                mask = [True, True, True]
+                us = time_us(
+                    lambda: torch.ops.aten.native_layer_norm_backward(dy, x, [cols], mean, rstd, w, b, mask),
+                    iters,
+                    a.reps,
+                )
             rows_out.append(("torch", "bwd", dname, rows, cols, us, bwd_bytes))
-            del y
+            del mean, rstd
 
             def step():
                 y = F.layer_norm(x, (cols,), w, b, 1e-5)

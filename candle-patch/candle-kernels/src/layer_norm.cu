@@ -133,6 +133,22 @@
 #define SM_BWD_ROW(TAG, L, VV, SM, PF, MINB)                                                       \
   LN_EXPAND(SM_BWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
 
+// The backward rows that only some dtypes ship (X16: f16 and bf16, X32: f32 and
+// f64): LN_IF16 / LN_IF32 keep or drop them, set for each dtype below; the
+// harness (LAYER_NORM_SWEEP) compiles them for every dtype.
+#define LN_BWD_ROW16(...) LN_IF16(LN_BWD_ROW(__VA_ARGS__))
+#define LN_BWD_ROW32(...) LN_IF32(LN_BWD_ROW(__VA_ARGS__))
+#define RN_BWD_ROW16(...) LN_IF16(RN_BWD_ROW(__VA_ARGS__))
+#define RN_BWD_ROW32(...) LN_IF32(RN_BWD_ROW(__VA_ARGS__))
+#define SM_BWD_ROW16(...) LN_IF16(SM_BWD_ROW(__VA_ARGS__))
+#define SM_BWD_ROW32(...) LN_IF32(SM_BWD_ROW(__VA_ARGS__))
+#define LN_KEEP(...) __VA_ARGS__
+#ifdef LAYER_NORM_SWEEP
+#define LN_SWEEP_ONLY(...) __VA_ARGS__
+#else
+#define LN_SWEEP_ONLY(...)
+#endif
+
 // The split backward (rows past the backward tiers): its two tiers' lanes and vecs.
 #define LN_TIER_LANES(TAG, L, VV, SM, PF, MINB) L
 #define LN_TIER_VECS(TAG, L, VV, SM, PF, MINB) VV
@@ -196,45 +212,61 @@
     layer_norm::softmax_bwd_big<T>(y, dy, dx, nrows, ncols);                                       \
   }                                                                                                \
   LAYER_NORM_FWD_TIERS(LN_FWD_ROW)                                                                 \
-  LAYER_NORM_BWD_TIERS(LN_BWD_ROW)                                                                 \
+  LAYER_NORM_BWD_TIERS(LN_BWD_ROW, LN_BWD_ROW16, LN_BWD_ROW32)                                     \
   LAYER_NORM_FWD_TIERS(RN_FWD_ROW)                                                                 \
-  LAYER_NORM_BWD_TIERS(RN_BWD_ROW)                                                                 \
+  LAYER_NORM_BWD_TIERS(RN_BWD_ROW, RN_BWD_ROW16, RN_BWD_ROW32)                                     \
   LAYER_NORM_FWD_TIERS(SM_FWD_ROW)                                                                 \
-  LAYER_NORM_BWD_TIERS(SM_BWD_ROW)                                                                 \
+  LAYER_NORM_BWD_TIERS(SM_BWD_ROW, SM_BWD_ROW16, SM_BWD_ROW32)                                     \
   LN_SWEEP_TIERS
 
 #ifdef LN_HAS_BF16
 #define LN_T __nv_bfloat16
 #define LN_ACC float
 #define LN_S bf16
+#define LN_IF16 LN_KEEP
+#define LN_IF32 LN_SWEEP_ONLY
 LN_OPS(__nv_bfloat16, float, bf16)
 #undef LN_T
 #undef LN_ACC
 #undef LN_S
+#undef LN_IF16
+#undef LN_IF32
 #endif
 
 #ifdef LN_HAS_F16
 #define LN_T __half
 #define LN_ACC float
 #define LN_S f16
+#define LN_IF16 LN_KEEP
+#define LN_IF32 LN_SWEEP_ONLY
 LN_OPS(__half, float, f16)
 #undef LN_T
 #undef LN_ACC
 #undef LN_S
+#undef LN_IF16
+#undef LN_IF32
 #endif
 
 #define LN_T float
 #define LN_ACC float
 #define LN_S f32
+#define LN_IF16 LN_SWEEP_ONLY
+#define LN_IF32 LN_KEEP
 LN_OPS(float, float, f32)
 #undef LN_T
 #undef LN_ACC
 #undef LN_S
+#undef LN_IF16
+#undef LN_IF32
 
 #define LN_T double
 #define LN_ACC double
 #define LN_S f64
+#define LN_IF16 LN_SWEEP_ONLY
+#define LN_IF32 LN_KEEP
 LN_OPS(double, double, f64)
 #undef LN_T
 #undef LN_ACC
 #undef LN_S
+#undef LN_IF16
+#undef LN_IF32

@@ -12,7 +12,10 @@
 //
 // The host picks the first tier of a list whose lanes * vecs covers the row's
 // vectors, so each list is sorted by lanes * vecs; longer rows use the `big`
-// forward and the split backward (one tier for each of its two kernels). The
+// forward and the split backward (one tier for each of its two kernels). Where
+// the best tier depends on the element size, the backward list has rows X16
+// that only f16 and bf16 ship and rows X32 that only f32 and f64 ship (sorted
+// for each dtype; the harness compiles every row for every dtype). The
 // shipped lists are what production PTX holds. The sweep lists
 // are candidates that only the harness compiles (-DLAYER_NORM_SWEEP) to
 // re-tune the shipped lists; moving a tier between the two is a one-line
@@ -38,7 +41,7 @@
 // per thread than the forward, and shared memory partials for the widest rows
 // (the host skips an `s` tier when 2 * ncols accumulators exceed the device's
 // opt-in shared memory).
-#define LAYER_NORM_BWD_TIERS(X)                                                                    \
+#define LAYER_NORM_BWD_TIERS(X, X16, X32)                                                          \
   X(l1v1, 1, 1, 0, 0, 1)                                                                           \
   X(l2v1, 2, 1, 0, 0, 1)                                                                           \
   X(l4v1, 4, 1, 0, 0, 1)                                                                           \
@@ -48,7 +51,8 @@
   X(l32v2, 32, 2, 0, 0, 1)                                                                         \
   X(l128v1, 128, 1, 0, 0, 1)                                                                       \
   X(l128v2, 128, 2, 0, 0, 1)                                                                       \
-  X(l512v1s, 512, 1, 1, 0, 2)                                                                      \
+  X16(l128v4s, 128, 4, 1, 0, 1)                                                                    \
+  X32(l256v2s, 256, 2, 1, 0, 1)                                                                    \
   X(l512v2s, 512, 2, 1, 0, 2)                                                                      \
   X(l512v4sp, 512, 4, 1, 1, 1)                                                                     \
   X(l1024v4s, 1024, 4, 1, 0, 1)
@@ -85,10 +89,9 @@
   X(l256v2, 256, 2, 0, 0, 1)                                                                       \
   X(l512v4, 512, 4, 0, 0, 1)                                                                       \
   X(l128v2s, 128, 2, 1, 0, 1)                                                                      \
-  X(l128v4s, 128, 4, 1, 0, 1)                                                                      \
-  X(l256v2s, 256, 2, 1, 0, 1)                                                                      \
   X(l256v4, 256, 4, 0, 0, 2)                                                                       \
   X(l256v4s, 256, 4, 1, 0, 1)                                                                      \
+  X(l512v1s, 512, 1, 1, 0, 2)                                                                      \
   X(l512v4s, 512, 4, 1, 0, 1)                                                                      \
   X(l1024v1s, 1024, 1, 1, 0, 1)                                                                    \
   X(l1024v2s, 1024, 2, 1, 0, 1)

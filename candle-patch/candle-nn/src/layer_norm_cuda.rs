@@ -55,16 +55,16 @@ impl Direction {
         }
     }
 
-    /// The shipped tiers of this direction, in the registry's order.
-    fn tiers(self) -> &'static [Tier] {
-        static FWD: OnceLock<Vec<Tier>> = OnceLock::new();
-        static BWD: OnceLock<Vec<Tier>> = OnceLock::new();
-        let cell = match self {
+    /// The shipped tiers of this direction for `dtype`, in the registry's order.
+    fn tiers(self, dtype: DType) -> &'static [Tier] {
+        static FWD: [OnceLock<Vec<Tier>>; 2] = [OnceLock::new(), OnceLock::new()];
+        static BWD: [OnceLock<Vec<Tier>>; 2] = [OnceLock::new(), OnceLock::new()];
+        let cells = match self {
             Self::Fwd => &FWD,
             Self::Bwd => &BWD,
         };
-        cell.get_or_init(|| {
-            parse_tiers(kernels::LAYER_NORM_TIERS, self.registry_list())
+        cells[is_16bit(dtype) as usize].get_or_init(|| {
+            parse_tiers(kernels::LAYER_NORM_TIERS, self.registry_list(), dtype)
                 .unwrap_or_else(|e| panic!("candle-kernels layer_norm_tiers.cuh: {e}"))
         })
     }
@@ -82,7 +82,9 @@ impl SplitTiers {
     fn get() -> &'static Self {
         static SPLIT: OnceLock<SplitTiers> = OnceLock::new();
         SPLIT.get_or_init(|| {
-            let one = |list| match parse_tiers(kernels::LAYER_NORM_TIERS, list).as_deref() {
+            let one = |list| match parse_tiers(kernels::LAYER_NORM_TIERS, list, DType::F32)
+                .as_deref()
+            {
                 Ok([tier]) => tier.clone(),
                 Ok(tiers) => panic!("candle-kernels layer_norm_tiers.cuh: {list}: {tiers:?}"),
                 Err(e) => panic!("candle-kernels layer_norm_tiers.cuh: {e}"),
@@ -112,18 +114,43 @@ struct Tier {
     prefetch: bool,
 }
 
-/// Parses the rows `X(tag, lanes, vecs, smem, prefetch, min_blocks)` of the registry macro `list`.
-fn parse_tiers(registry: &str, list: &str) -> std::result::Result<Vec<Tier>, String> {
-    let define = format!("#define {list}(X)");
+/// Whether `dtype` takes the registry's `X16` rows (else its `X32` rows).
+fn is_16bit(dtype: DType) -> bool {
+    dtype.size_in_bytes() == 2
+}
+
+/// Parses the rows `X(tag, lanes, vecs, smem, prefetch, min_blocks)` of the registry macro `list`
+/// that `dtype` ships: the `X` rows and, where the macro has them, its `X16` or `X32` rows.
+fn parse_tiers(
+    registry: &str,
+    list: &str,
+    dtype: DType,
+) -> std::result::Result<Vec<Tier>, String> {
+    let define = format!("#define {list}(");
     let start = registry
         .find(&define)
         .ok_or_else(|| format!("no `{define}`"))?;
+    let params = registry[start + define.len()..]
+        .split(')')
+        .next()
+        .unwrap_or_default();
+    let params: Vec<&str> = params.split(',').map(str::trim).collect();
     let mut tiers: Vec<Tier> = vec![];
     for line in registry[start..].lines().skip(1) {
         let line = line.trim_end();
         let row = line.trim_end_matches('\\').trim();
-        let Some(args) = row.strip_prefix("X(").and_then(|r| r.strip_suffix(')')) else {
+        let parsed = row.split_once('(').and_then(|(macro_name, r)| {
+            let args = r.strip_suffix(')')?;
+            params.contains(&macro_name).then_some((macro_name, args))
+        });
+        let Some((macro_name, args)) = parsed else {
             return Err(format!("{list}: unexpected line `{line}`"));
+        };
+        let shipped = match macro_name {
+            "X" => true,
+            "X16" => is_16bit(dtype),
+            "X32" => !is_16bit(dtype),
+            _ => return Err(format!("{list}: unknown row macro `{macro_name}`")),
         };
         let args: Vec<&str> = args.split(',').map(str::trim).collect();
         let num = |i: usize| -> std::result::Result<usize, String> {
@@ -149,15 +176,17 @@ fn parse_tiers(registry: &str, list: &str) -> std::result::Result<Vec<Tier>, Str
         if tier.tag != tag {
             return Err(format!("{list}: tag {} should be {tag}", tier.tag));
         }
-        if let Some(prev) = tiers.last() {
+        if let Some(prev) = tiers.last().filter(|_| shipped) {
             if prev.lanes * prev.vecs > tier.lanes * tier.vecs {
                 return Err(format!(
-                    "{list}: {} is not sorted by lanes * vecs",
+                    "{list}: {} is not sorted by lanes * vecs for {dtype:?}",
                     tier.tag
                 ));
             }
         }
-        tiers.push(tier);
+        if shipped {
+            tiers.push(tier);
+        }
         if !line.ends_with('\\') {
             return Ok(tiers);
         }
@@ -323,7 +352,7 @@ where
     let dst = unsafe { dev.alloc::<T>(el_count)? };
     if el_count > 0 {
         let n_rows = el_count / n_cols;
-        let plan = LaunchPlan::new(Direction::Fwd.tiers(), n_cols, T::DTYPE, 0, 0);
+        let plan = LaunchPlan::new(Direction::Fwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0);
         let name = plan.kernel.name(norm.prefix(), Direction::Fwd, T::DTYPE);
         let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
         plan.prepare(&func)?;
@@ -394,7 +423,7 @@ where
     let plan_for = |max_smem| LaunchPlan {
         persistent: true,
         ..LaunchPlan::new(
-            Direction::Bwd.tiers(),
+            Direction::Bwd.tiers(T::DTYPE),
             n_cols,
             T::DTYPE,
             smem_bytes,
@@ -652,7 +681,7 @@ where
     let dst = unsafe { dev.alloc::<T>(el_count)? };
     if el_count > 0 {
         let n_rows = el_count / n_cols;
-        let plan = LaunchPlan::new(Direction::Fwd.tiers(), n_cols, T::DTYPE, 0, 0);
+        let plan = LaunchPlan::new(Direction::Fwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0);
         let name = plan.kernel.name(SOFTMAX, Direction::Fwd, T::DTYPE);
         let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
         plan.prepare(&func)?;
@@ -686,7 +715,7 @@ where
     if el_count > 0 {
         let n_rows = el_count / n_cols;
         // No parameter partials: the backward's `s` tiers need no shared memory.
-        let plan = LaunchPlan::new(Direction::Bwd.tiers(), n_cols, T::DTYPE, 0, 0);
+        let plan = LaunchPlan::new(Direction::Bwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0);
         let name = plan.kernel.name(SOFTMAX, Direction::Bwd, T::DTYPE);
         let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
         plan.prepare(&func)?;
@@ -730,7 +759,7 @@ mod tests {
             {
                 for max_smem in [0, usize::MAX] {
                     for n_cols in 1..=70_000 {
-                        let plan = LaunchPlan::new(dir.tiers(), n_cols, dtype, 1, max_smem);
+                        let plan = LaunchPlan::new(dir.tiers(dtype), n_cols, dtype, 1, max_smem);
                         match (plan.kernel, dir) {
                             (Kernel::Big, Direction::Bwd) if op != SOFTMAX => {
                                 names.extend(SplitTiers::names(op, dtype))
@@ -752,9 +781,12 @@ mod tests {
 
     #[test]
     fn registry_parses() {
-        for dir in [Direction::Fwd, Direction::Bwd] {
-            let tiers = dir.tiers();
-            assert!(tiers.len() > 4, "{dir:?}: {tiers:?}");
+        for (dir, dtype) in [Direction::Fwd, Direction::Bwd]
+            .into_iter()
+            .flat_map(|dir| DTYPES.map(|dtype| (dir, dtype)))
+        {
+            let tiers = dir.tiers(dtype);
+            assert!(tiers.len() > 4, "{dir:?} {dtype:?}: {tiers:?}");
             assert_eq!(tiers[0].lanes * tiers[0].vecs, 1);
         }
         // The split kernels reduce a segment over whole warps, one row per warp of a tile.
@@ -763,9 +795,24 @@ mod tests {
             assert!(tier.lanes >= 32 && tier.lanes % 32 == 0, "{tier:?}");
         }
         let bad = "#define LAYER_NORM_FWD_TIERS(X) \\\n  X(l2v1, 1, 1, 0, 0, 1)\n";
-        assert!(parse_tiers(bad, "LAYER_NORM_FWD_TIERS").is_err());
+        assert!(parse_tiers(bad, "LAYER_NORM_FWD_TIERS", DType::F32).is_err());
         let unsorted = "#define L(X) \\\n  X(l2v1, 2, 1, 0, 0, 1) \\\n  X(l1v1, 1, 1, 0, 0, 1)\n";
-        assert!(parse_tiers(unsorted, "L").is_err());
+        assert!(parse_tiers(unsorted, "L", DType::F32).is_err());
+        // Rows for one element size: each dtype gets its own, sorted among the shared rows.
+        let per_size = "#define L(X, X16, X32) \\\n  X(l1v1, 1, 1, 0, 0, 1) \\\n  \
+                     X16(l1v4, 1, 4, 0, 0, 1) \\\n  X32(l2v1, 2, 1, 0, 0, 1) \\\n  \
+                     X(l1v8, 1, 8, 0, 0, 1)\n";
+        let tags = |dtype| {
+            parse_tiers(per_size, "L", dtype)
+                .unwrap()
+                .into_iter()
+                .map(|t| t.tag)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(tags(DType::BF16), ["l1v1", "l1v4", "l1v8"]);
+        assert_eq!(tags(DType::F64), ["l1v1", "l2v1", "l1v8"]);
+        let stray = "#define L(X) \\\n  X16(l1v1, 1, 1, 0, 0, 1)\n";
+        assert!(parse_tiers(stray, "L", DType::F16).is_err());
     }
 
     /// A kernel the host can ask for but the module does not define fails only at run time on a
