@@ -82,13 +82,12 @@ impl SplitTiers {
     fn get() -> &'static Self {
         static SPLIT: OnceLock<SplitTiers> = OnceLock::new();
         SPLIT.get_or_init(|| {
-            let one = |list| match parse_tiers(kernels::LAYER_NORM_TIERS, list, DType::F32)
-                .as_deref()
-            {
-                Ok([tier]) => tier.clone(),
-                Ok(tiers) => panic!("candle-kernels layer_norm_tiers.cuh: {list}: {tiers:?}"),
-                Err(e) => panic!("candle-kernels layer_norm_tiers.cuh: {e}"),
-            };
+            let one =
+                |list| match parse_tiers(kernels::LAYER_NORM_TIERS, list, DType::F32).as_deref() {
+                    Ok([tier]) => tier.clone(),
+                    Ok(tiers) => panic!("candle-kernels layer_norm_tiers.cuh: {list}: {tiers:?}"),
+                    Err(e) => panic!("candle-kernels layer_norm_tiers.cuh: {e}"),
+                };
             Self {
                 stats: one("LAYER_NORM_BWD_SPLIT_STATS_TIER"),
                 dx: one("LAYER_NORM_BWD_SPLIT_DX_TIER"),
@@ -121,11 +120,7 @@ fn is_16bit(dtype: DType) -> bool {
 
 /// Parses the rows `X(tag, lanes, vecs, smem, prefetch, min_blocks)` of the registry macro `list`
 /// that `dtype` ships: the `X` rows and, where the macro has them, its `X16` or `X32` rows.
-fn parse_tiers(
-    registry: &str,
-    list: &str,
-    dtype: DType,
-) -> std::result::Result<Vec<Tier>, String> {
+fn parse_tiers(registry: &str, list: &str, dtype: DType) -> std::result::Result<Vec<Tier>, String> {
     let define = format!("#define {list}(");
     let start = registry
         .find(&define)
