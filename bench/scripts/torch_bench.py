@@ -38,6 +38,20 @@ def time_us(fn, iters, reps):
     return times[n // 2] if n % 2 else (times[n // 2 - 1] + times[n // 2]) / 2
 
 
+def native_bwd_us(x, w, b, dy, eps, iters, reps):
+    """PyTorch's layer-norm backward kernel alone: `aten.native_layer_norm_backward` with the
+    forward's saved mean and rstd, no autograd engine."""
+    cols = x.shape[-1]
+    with torch.no_grad():
+        _, mean, rstd = torch.ops.aten.native_layer_norm(x, [cols], w, b, eps)
+        mask = [True, True, True]
+        return time_us(
+            lambda: torch.ops.aten.native_layer_norm_backward(dy, x, [cols], mean, rstd, w, b, mask),
+            iters,
+            reps,
+        )
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dtypes", default="f32,bf16")
@@ -61,16 +75,8 @@ def main():
             with torch.no_grad():
                 us = time_us(lambda: F.layer_norm(x, (cols,), w, b, 1e-5), iters, a.reps)
             rows_out.append(("torch", "fwd", dname, rows, cols, us, fwd_bytes))
-            with torch.no_grad():
-                _, mean, rstd = torch.ops.aten.native_layer_norm(x, [cols], w, b, 1e-5)
-                mask = [True, True, True]
-                us = time_us(
-                    lambda: torch.ops.aten.native_layer_norm_backward(dy, x, [cols], mean, rstd, w, b, mask),
-                    iters,
-                    a.reps,
-                )
+            us = native_bwd_us(x, w, b, dy, 1e-5, iters, a.reps)
             rows_out.append(("torch", "bwd", dname, rows, cols, us, bwd_bytes))
-            del mean, rstd
 
             def step():
                 y = F.layer_norm(x, (cols,), w, b, 1e-5)
