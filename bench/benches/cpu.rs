@@ -4,7 +4,9 @@
 //! (`affine`: one read, one write) and as the backward's dx (`mul`: two reads, one write), the
 //! speed this machine's memory and candle's allocations allow. `bench/scripts/cpu_torch.py`
 //! times PyTorch's CPU kernels at the same shapes with the same thread count;
-//! `LN_CPU_SHAPES=RxC,RxC` picks the shapes.
+//! `LN_CPU_SHAPES=RxC,RxC` picks the shapes; `LN_CPU_IN_POOL=1` times from a worker of a rayon
+//! pool, as `tft` runs (candle's parallel ops then do not hand their work to other threads and
+//! wait).
 
 use candle_core::{Device, Tensor, Var};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -32,6 +34,23 @@ fn shapes() -> Vec<(usize, usize)> {
     }
 }
 
+/// Runs the timed loop on a worker of a rayon pool when `LN_CPU_IN_POOL` is set (as `tft`
+/// runs), so candle's parallel ops take the calling thread as one of their workers.
+fn iter<R, F: FnMut() -> R + Send>(bch: &mut criterion::Bencher<'_>, f: F) {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        std::env::var_os("LN_CPU_IN_POOL").map(|_| {
+            rayon::ThreadPoolBuilder::new()
+                .build()
+                .expect("LN_CPU_IN_POOL: could not start a rayon pool")
+        })
+    });
+    match pool {
+        Some(pool) => pool.install(|| bch.iter(f)),
+        None => bch.iter(f),
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let dev = Device::Cpu;
     let mut group = c.benchmark_group("layer_norm_cpu");
@@ -48,24 +67,30 @@ fn bench(c: &mut Criterion) {
         let shape = format!("{rows}x{cols}");
         group.throughput(Throughput::Bytes((rows * cols * 4 * 2) as u64));
         group.bench_with_input(BenchmarkId::new("fused_fwd", &shape), &(), |bch, _| {
-            bch.iter(|| candle_nn::ops::layer_norm(&x, &w, &b, 1e-5).unwrap())
+            iter(bch, || {
+                candle_nn::ops::layer_norm(&x, &w, &b, 1e-5).unwrap()
+            })
         });
         group.bench_with_input(BenchmarkId::new("composite_fwd", &shape), &(), |bch, _| {
-            bch.iter(|| candle_nn::ops::layer_norm_slow(&x, &w, &b, 1e-5).unwrap())
+            iter(bch, || {
+                candle_nn::ops::layer_norm_slow(&x, &w, &b, 1e-5).unwrap()
+            })
         });
         group.bench_with_input(BenchmarkId::new("affine", &shape), &(), |bch, _| {
-            bch.iter(|| x.affine(2.0, 1.0).unwrap())
+            iter(bch, || x.affine(2.0, 1.0).unwrap())
         });
         group.throughput(Throughput::Bytes((rows * cols * 4 * 3) as u64));
         group.bench_with_input(BenchmarkId::new("mul", &shape), &(), |bch, _| {
-            bch.iter(|| (&x * &dy).unwrap())
+            iter(bch, || (&x * &dy).unwrap())
         });
         group.bench_with_input(BenchmarkId::new("fused_bwd", &shape), &(), |bch, _| {
-            bch.iter(|| candle_nn::ops::layer_norm_bwd(&x, Some(&w), &dy, 1e-5, true).unwrap())
+            iter(bch, || {
+                candle_nn::ops::layer_norm_bwd(&x, Some(&w), &dy, 1e-5, true).unwrap()
+            })
         });
         group.throughput(Throughput::Bytes((rows * cols * 4 * 5) as u64));
         group.bench_with_input(BenchmarkId::new("fused_fwd_bwd", &shape), &(), |bch, _| {
-            bch.iter(|| {
+            iter(bch, || {
                 let y = candle_nn::ops::layer_norm(&xv, &wv, &bv, 1e-5).unwrap();
                 (y * &dy).unwrap().backward().unwrap()
             })
@@ -74,7 +99,7 @@ fn bench(c: &mut Criterion) {
             BenchmarkId::new("composite_fwd_bwd", &shape),
             &(),
             |bch, _| {
-                bch.iter(|| {
+                iter(bch, || {
                     let y = candle_nn::ops::layer_norm_slow(&xv, &wv, &bv, 1e-5).unwrap();
                     (y * &dy).unwrap().backward().unwrap()
                 })

@@ -793,10 +793,13 @@ impl GradStore {
                 }
                 // Sums of gradients are contiguous, keep the first one contiguous as well. The
                 // gradients of variables outlive the backward pass: when one is a view of a
-                // larger buffer (a part of a cat, a custom op's packed result), store a copy
-                // rather than keep the whole buffer alive.
-                let is_view = grad.storage().elem_count() != grad.elem_count();
-                let grad = if tensor.is_variable() && is_view {
+                // larger buffer (a part of a cat, the parameter gradients of a custom op's packed
+                // result), store a copy rather than keep the whole buffer alive. A view of all
+                // but at most 1/16 of its buffer (the input gradient in such a packed result) is
+                // kept: the copy would cost more than the memory it frees.
+                let buf_len = grad.storage().elem_count();
+                let pins_buffer = grad.elem_count() < buf_len - buf_len / 16;
+                let grad = if tensor.is_variable() && pins_buffer {
                     grad.force_contiguous()?
                 } else {
                     grad.contiguous()?

@@ -545,6 +545,24 @@ fn storage_len_f32(t: &Tensor) -> Result<usize> {
     Ok(len)
 }
 
+/// The gradient of a variable that is a view of all but at most 1/16 of a larger buffer is
+/// stored as it is (a copy would cost more than the memory it frees); a smaller view is copied.
+fn grad_view_of_nearly_whole_buffer(device: &Device) -> Result<()> {
+    let a = Var::ones((15, 3), DType::F32, device)?;
+    let b = Var::ones((1, 3), DType::F32, device)?;
+    let w = Tensor::arange(0f32, 48., device)?.reshape((16, 3))?;
+    let y = Tensor::cat(&[a.as_tensor(), b.as_tensor()], 0)?;
+    let grads = y.mul(&w)?.sum_all()?.backward()?;
+    let (ga, gb) = (
+        grads.get(&a).context("no grad")?,
+        grads.get(&b).context("no grad")?,
+    );
+    assert_eq!((storage_len_f32(ga)?, storage_len_f32(gb)?), (48, 3));
+    assert_eq!(ga.to_vec2::<f32>()?, w.narrow(0, 0, 15)?.to_vec2::<f32>()?);
+    assert_eq!(gb.to_vec2::<f32>()?, [[45., 46., 47.]]);
+    Ok(())
+}
+
 fn grad_storage_and_untracked_operands(device: &Device) -> Result<()> {
     // The gradients of the parts of a cat are not views of the gradient of the whole (a view
     // stored in the GradStore would keep the whole buffer alive).
@@ -723,6 +741,12 @@ test_device!(
     grad_accumulation_cpu,
     grad_accumulation_gpu,
     grad_accumulation_metal
+);
+test_device!(
+    grad_view_of_nearly_whole_buffer,
+    grad_view_of_nearly_whole_buffer_cpu,
+    grad_view_of_nearly_whole_buffer_gpu,
+    grad_view_of_nearly_whole_buffer_metal
 );
 test_device!(
     grad_storage_and_untracked_operands,

@@ -1782,6 +1782,49 @@ fn randn(device: &Device) -> Result<()> {
     Ok(())
 }
 
+/// Binary ops and `const_set` on tensors large enough for the cpu backend to split them over
+/// its thread pool: every element as computed one at a time, views with an offset included.
+fn large_elementwise(device: &Device) -> Result<()> {
+    let n = 3 * (1 << 16) + 5;
+    let lhs: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.25 - 100.).collect();
+    let rhs: Vec<f32> = (0..n).map(|i| (i % 777) as f32 * 0.5 + 1.).collect();
+    let l = Tensor::new(lhs.as_slice(), device)?;
+    let r = Tensor::new(rhs.as_slice(), device)?;
+    type Op = fn(f32, f32) -> f32;
+    let ops: [(&str, Op); 3] = [
+        ("mul", |l, r| l * r),
+        ("add", |l, r| l + r),
+        ("sub", |l, r| l - r),
+    ];
+    for (name, f) in ops {
+        let (l2, r2) = (l.narrow(0, 7, n - 7)?, r.narrow(0, 0, n - 7)?);
+        let got = match name {
+            "mul" => [(&l * &r)?, (&l2 * &r2)?],
+            "add" => [(&l + &r)?, (&l2 + &r2)?],
+            _ => [(&l - &r)?, (&l2 - &r2)?],
+        };
+        let want = lhs
+            .iter()
+            .zip(&rhs)
+            .map(|(&l, &r)| f(l, r))
+            .collect::<Vec<_>>();
+        assert_eq!(got[0].to_vec1::<f32>()?, want, "{name}");
+        let want = lhs[7..]
+            .iter()
+            .zip(&rhs)
+            .map(|(&l, &r)| f(l, r))
+            .collect::<Vec<_>>();
+        assert_eq!(got[1].to_vec1::<f32>()?, want, "{name} of views");
+    }
+    let t = Tensor::zeros(n, DType::F32, device)?;
+    t.narrow(0, 7, n - 10)?.const_set(2f32.into())?;
+    let want: Vec<f32> = (0..n)
+        .map(|i| if (7..n - 3).contains(&i) { 2. } else { 0. })
+        .collect();
+    assert_eq!(t.to_vec1::<f32>()?, want);
+    Ok(())
+}
+
 fn zero_dim(device: &Device) -> Result<()> {
     let t = Tensor::zeros((4, 0, 1), DType::F32, device)?;
     assert_eq!(t.dims3()?, (4, 0, 1));
@@ -1863,6 +1906,12 @@ test_device!(clamp, clamp_cpu, clamp_gpu, clamp_metal);
 test_device!(asort, asort_cpu, asort_gpu, asort_metal);
 test_device!(var, var_cpu, var_gpu, var_metal);
 test_device!(zero_dim, zero_dim_cpu, zero_dim_gpu, zero_dim_metal);
+test_device!(
+    large_elementwise,
+    large_elementwise_cpu,
+    large_elementwise_gpu,
+    large_elementwise_metal
+);
 
 fn tensor_send_sync(device: &Device) -> Result<()> {
     let tensor = Tensor::new(vec![1.0f32, 2.0, 3.0], device)?;

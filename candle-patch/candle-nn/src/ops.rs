@@ -1055,20 +1055,42 @@ struct LayerNormRowStats<A> {
     rstd: A,
 }
 
+/// The means and `rstd` of a group of rows, see `LayerNormRowStats::group_moments`.
+struct GroupMoments<A> {
+    mean: [A; ROW_GROUP],
+    rstd: [A; ROW_GROUP],
+    far: [bool; ROW_GROUP],
+}
+
 impl<A: num_traits::Float> LayerNormRowStats<A> {
-    /// From the sums of `d = x - shift` and `d * d` over a row of `n` elements, in one pass.
-    /// `None` when the shift is more than two standard deviations from the mean: `E[d^2] -
-    /// E[d]^2` then loses the low bits of the variance and the row takes a second pass.
-    /// Otherwise the error is within a few roundings of the two-pass variance.
-    fn from_moments(shift: A, sum_d: A, sum_d2: A, n: A, eps: A) -> Option<Self> {
-        let mean = sum_d / n;
-        let var = sum_d2 / n - mean * mean;
+    /// The mean and `rstd` of the first `rows` rows of a group from the sums of `d = x - shift`
+    /// and `d * d` over their `n` elements, in one pass, written over arrays: the rows' divisions and square
+    /// roots run side by side in vector registers (for a row of 64 elements one dependent chain
+    /// costs as much as the elements). `far[r]`: row `r`'s shift is more than two standard
+    /// deviations from its mean, `E[d^2] - E[d]^2` then loses the low bits of the variance and
+    /// the row takes `two_pass`. Otherwise the error is within a few roundings of the two-pass
+    /// variance.
+    fn group_moments(
+        sum_d: &[A; ROW_GROUP],
+        sum_d2: &[A; ROW_GROUP],
+        rows: usize,
+        n: A,
+        eps: A,
+    ) -> GroupMoments<A> {
         let four = A::one() + A::one() + A::one() + A::one();
-        if mean * mean > four * var {
-            return None;
+        let mut m = GroupMoments {
+            mean: [A::zero(); ROW_GROUP],
+            rstd: [A::zero(); ROW_GROUP],
+            far: [false; ROW_GROUP],
+        };
+        for r in 0..rows.min(ROW_GROUP) {
+            let mean = sum_d[r] / n;
+            let var = sum_d2[r] / n - mean * mean;
+            m.mean[r] = mean;
+            m.far[r] = mean * mean > four * var;
+            m.rstd[r] = (var.max(A::zero()) + eps).sqrt().recip();
         }
-        let rstd = (var.max(A::zero()) + eps).sqrt().recip();
-        Some(Self { shift, mean, rstd })
+        m
     }
 
     /// Two passes: the mean of `d = x - shift`, then the variance around it.
@@ -1089,19 +1111,31 @@ impl<A: num_traits::Float> LayerNormRowStats<A> {
         let zero = A::zero();
         let n: A = NumCast::from(n_cols).unwrap_or(zero);
         let eps: A = NumCast::from(eps).unwrap_or(zero);
-        let mut stats = [Self {
-            shift: zero,
-            mean: zero,
-            rstd: zero,
-        }; ROW_GROUP];
-        for (s, row) in stats.iter_mut().zip(rows.chunks(n_cols)) {
-            let shift = row[0];
-            let [sum_d, sum_d2] = row_moment_lanes(row, shift);
-            let tail = row_blocks::<A, ROW_LANES>(row).1;
-            let sum_d = fold_lanes(sum_d, tail.iter().map(|&x| x - shift));
-            let sum_d2 = fold_lanes(sum_d2, tail.iter().map(|&x| (x - shift) * (x - shift)));
-            *s = Self::from_moments(shift, sum_d, sum_d2, n, eps)
-                .unwrap_or_else(|| Self::two_pass(row, shift, sum_d / n, n, eps));
+        let (mut shift, mut sum_d, mut sum_d2) =
+            ([zero; ROW_GROUP], [zero; ROW_GROUP], [zero; ROW_GROUP]);
+        for (r, row) in rows.chunks(n_cols).enumerate() {
+            shift[r] = row[0];
+            let [d, d2] = row_moment_lanes(row, shift[r]);
+            let tail = row_blocks::<A, ROW_LANES>(row)
+                .1
+                .iter()
+                .map(|&x| x - shift[r]);
+            sum_d[r] = fold_lanes(d, tail.clone());
+            sum_d2[r] = fold_lanes(d2, tail.map(|d| d * d));
+        }
+        let m = Self::group_moments(&sum_d, &sum_d2, rows.len() / n_cols, n, eps);
+        let mut stats = std::array::from_fn(|r| Self {
+            shift: shift[r],
+            mean: m.mean[r],
+            rstd: m.rstd[r],
+        });
+        for ((s, row), _) in stats
+            .iter_mut()
+            .zip(rows.chunks(n_cols))
+            .zip(m.far)
+            .filter(|f| f.1)
+        {
+            *s = Self::two_pass(row, s.shift, s.mean, n, eps);
         }
         stats
     }
@@ -1190,40 +1224,59 @@ fn layer_norm_cpu_fwd<T: LayerNormDType>(
     unsafe { dst.assume_init() }
 }
 
-/// The statistics of a row and `mean(g)`, `mean(g * xhat)` with `g = dy * alpha`: one pass
-/// over the row when its first element is close enough to the mean, else (see
-/// `LayerNormRowStats::from_moments`) two more.
-fn layer_norm_bwd_row<A: num_traits::Float>(
-    (x, dy, alpha): (&[A], &[A], &[A]),
+/// The statistics of each row of a group (at most `ROW_GROUP` rows of `alpha.len()` elements)
+/// and `mean(g)`, `mean(g * xhat)` with `g = dy * alpha`: one pass over a row whose first
+/// element is close enough to the mean, else (see `LayerNormRowStats::group_moments`) two more.
+fn layer_norm_bwd_group<A: num_traits::Float>(
+    (xs, dys, alpha): (&[A], &[A], &[A]),
     n: A,
     eps: A,
-) -> (LayerNormRowStats<A>, A, A) {
-    let shift = x[0];
-    let [sum_d, sum_d2, sum_g, sum_gd] = row_bwd_lanes((x, dy, alpha), shift);
-    let tail = |v| row_blocks::<A, ROW_LANES_BWD>(v).1;
-    let (bx, bdy, ba) = (tail(x), tail(dy), tail(alpha));
-    let tail = || {
-        bx.iter()
-            .zip(bdy)
-            .zip(ba)
-            .map(|((&x, &dy), &a)| (x - shift, dy * a))
-    };
-    let sum_d = fold_lanes(sum_d, tail().map(|(d, _)| d));
-    let sum_d2 = fold_lanes(sum_d2, tail().map(|(d, _)| d * d));
-    let mean_g = fold_lanes(sum_g, tail().map(|(_, g)| g)) / n;
-    let sum_gd = fold_lanes(sum_gd, tail().map(|(d, g)| g * d));
-    match LayerNormRowStats::from_moments(shift, sum_d, sum_d2, n, eps) {
-        // sum(g * xhat) = rstd * (sum(g * d) - mean * sum(g)), within the same bound.
-        Some(s) => (s, mean_g, s.rstd * (sum_gd / n - s.mean * mean_g)),
-        None => {
-            let s = LayerNormRowStats::two_pass(x, shift, sum_d / n, n, eps);
-            let rows = x.iter().zip(dy).zip(alpha);
-            let sum_gx = rows.fold(A::zero(), |acc, ((&x, &dy), &a)| {
-                acc + dy * a * s.normalize(x)
-            });
-            (s, mean_g, sum_gx / n)
-        }
+) -> [(LayerNormRowStats<A>, A, A); ROW_GROUP] {
+    let n_cols = alpha.len();
+    let zero = [A::zero(); ROW_GROUP];
+    let (mut shift, mut sum_d, mut sum_d2, mut sum_g, mut sum_gd) = (zero, zero, zero, zero, zero);
+    let rows = || xs.chunks(n_cols).zip(dys.chunks(n_cols));
+    for (r, (x, dy)) in rows().enumerate() {
+        shift[r] = x[0];
+        let [d, d2, g, gd] = row_bwd_lanes((x, dy, alpha), shift[r]);
+        let tail = |v| row_blocks::<A, ROW_LANES_BWD>(v).1;
+        let (bx, bdy, ba) = (tail(x), tail(dy), tail(alpha));
+        let tail = || {
+            bx.iter()
+                .zip(bdy)
+                .zip(ba)
+                .map(|((&x, &dy), &a)| (x - shift[r], dy * a))
+        };
+        sum_d[r] = fold_lanes(d, tail().map(|(d, _)| d));
+        sum_d2[r] = fold_lanes(d2, tail().map(|(d, _)| d * d));
+        sum_g[r] = fold_lanes(g, tail().map(|(_, g)| g));
+        sum_gd[r] = fold_lanes(gd, tail().map(|(d, g)| g * d));
     }
+    let n_rows = xs.len() / n_cols;
+    let m = LayerNormRowStats::group_moments(&sum_d, &sum_d2, n_rows, n, eps);
+    let (mut mean_g, mut mean_gx) = (zero, zero);
+    for r in 0..n_rows.min(ROW_GROUP) {
+        mean_g[r] = sum_g[r] / n;
+        // sum(g * xhat) = rstd * (sum(g * d) - mean * sum(g)), within the same bound.
+        mean_gx[r] = m.rstd[r] * (sum_gd[r] / n - m.mean[r] * mean_g[r]);
+    }
+    let mut out = std::array::from_fn(|r| {
+        let (shift, mean, rstd) = (shift[r], m.mean[r], m.rstd[r]);
+        (
+            LayerNormRowStats { shift, mean, rstd },
+            mean_g[r],
+            mean_gx[r],
+        )
+    });
+    for (((x, dy), out), _) in rows().zip(&mut out).zip(m.far).filter(|f| f.1) {
+        let s = LayerNormRowStats::two_pass(x, out.0.shift, out.0.mean, n, eps);
+        let elems = x.iter().zip(dy).zip(alpha);
+        let sum_gx = elems.fold(A::zero(), |acc, ((&x, &dy), &a)| {
+            acc + dy * a * s.normalize(x)
+        });
+        *out = (s, out.1, sum_gx / n);
+    }
+    out
 }
 
 /// `dst[i]`: the sum of `part[i]` over `parts`, added in order (the result does not depend on
@@ -1302,18 +1355,7 @@ fn layer_norm_cpu_bwd<T: LayerNormDType>(
                 {
                     let xs = T::acc_row(xs, xbuf);
                     let dys = T::acc_row(dys, dybuf);
-                    let mut rows = [(
-                        LayerNormRowStats {
-                            shift: zero,
-                            mean: zero,
-                            rstd: zero,
-                        },
-                        zero,
-                        zero,
-                    ); ROW_GROUP];
-                    for ((x, dy), row) in xs.chunks(n_cols).zip(dys.chunks(n_cols)).zip(&mut rows) {
-                        *row = layer_norm_bwd_row((x, dy, &alpha), n, eps_acc);
-                    }
+                    let rows = layer_norm_bwd_group((xs, dys, &alpha), n, eps_acc);
                     let grads = xs.chunks(n_cols).zip(dys.chunks(n_cols));
                     let grads = grads.zip(dxs.chunks_mut(n_cols)).zip(rows);
                     for (((x, dy), dx), (s, mean_g, mean_gx)) in grads {

@@ -8,7 +8,8 @@ use rayon::prelude::*;
 
 mod utils;
 pub use utils::{
-    binary_map, binary_map_vec, unary_map, unary_map_vec, Map1, Map1Any, Map2, Map2InPlace, Map2U8,
+    binary_map, binary_map_par, binary_map_vec, unary_map, unary_map_vec, Map1, Map1Any, Map2,
+    Map2InPlace, Map2U8,
 };
 
 const USE_IM2COL_CONV1D: bool = true;
@@ -2246,7 +2247,7 @@ impl BackendStorage for CpuStorage {
                 let data = if B::BF16_VEC {
                     binary_map_vec(lhs_l, rhs_l, lhs, rhs, B::bf16, B::bf16_vec)
                 } else {
-                    binary_map(lhs_l, rhs_l, lhs, rhs, B::bf16)
+                    binary_map_par(lhs_l, rhs_l, lhs, rhs, B::bf16)
                 };
                 Ok(Self::BF16(data))
             }
@@ -2254,7 +2255,7 @@ impl BackendStorage for CpuStorage {
                 let data = if B::F16_VEC {
                     binary_map_vec(lhs_l, rhs_l, lhs, rhs, B::f16, B::f16_vec)
                 } else {
-                    binary_map(lhs_l, rhs_l, lhs, rhs, B::f16)
+                    binary_map_par(lhs_l, rhs_l, lhs, rhs, B::f16)
                 };
                 Ok(Self::F16(data))
             }
@@ -2262,7 +2263,7 @@ impl BackendStorage for CpuStorage {
                 let data = if B::F32_VEC {
                     binary_map_vec(lhs_l, rhs_l, lhs, rhs, B::f32, B::f32_vec)
                 } else {
-                    binary_map(lhs_l, rhs_l, lhs, rhs, B::f32)
+                    binary_map_par(lhs_l, rhs_l, lhs, rhs, B::f32)
                 };
                 Ok(Self::F32(data))
             }
@@ -2270,7 +2271,7 @@ impl BackendStorage for CpuStorage {
                 let data = if B::F64_VEC {
                     binary_map_vec(lhs_l, rhs_l, lhs, rhs, B::f64, B::f64_vec)
                 } else {
-                    binary_map(lhs_l, rhs_l, lhs, rhs, B::f64)
+                    binary_map_par(lhs_l, rhs_l, lhs, rhs, B::f64)
                 };
                 Ok(Self::F64(data))
             }
@@ -2278,7 +2279,7 @@ impl BackendStorage for CpuStorage {
                 let data = if B::U32_VEC {
                     binary_map_vec(lhs_l, rhs_l, lhs, rhs, B::u32, B::u32_vec)
                 } else {
-                    binary_map(lhs_l, rhs_l, lhs, rhs, B::u32)
+                    binary_map_par(lhs_l, rhs_l, lhs, rhs, B::u32)
                 };
                 Ok(Self::U32(data))
             }
@@ -2286,7 +2287,7 @@ impl BackendStorage for CpuStorage {
                 let data = if B::I64_VEC {
                     binary_map_vec(lhs_l, rhs_l, lhs, rhs, B::i64, B::i64_vec)
                 } else {
-                    binary_map(lhs_l, rhs_l, lhs, rhs, B::i64)
+                    binary_map_par(lhs_l, rhs_l, lhs, rhs, B::i64)
                 };
                 Ok(Self::I64(data))
             }
@@ -2294,7 +2295,7 @@ impl BackendStorage for CpuStorage {
                 let data = if B::U8_VEC {
                     binary_map_vec(lhs_l, rhs_l, lhs, rhs, B::u8, B::u8_vec)
                 } else {
-                    binary_map(lhs_l, rhs_l, lhs, rhs, B::u8)
+                    binary_map_par(lhs_l, rhs_l, lhs, rhs, B::u8)
                 };
                 Ok(Self::U8(data))
             }
@@ -2664,7 +2665,13 @@ impl BackendStorage for CpuStorage {
         fn set<T: crate::WithDType>(src: &mut [T], l: &Layout, s: T) {
             match l.strided_blocks() {
                 crate::StridedBlocks::SingleBlock { start_offset, len } => {
-                    src[start_offset..start_offset + len].fill(s)
+                    let src = &mut src[start_offset..start_offset + len];
+                    if len >= utils::PAR_MIN_ELEMS {
+                        src.par_chunks_mut(utils::PAR_TASK_ELEMS)
+                            .for_each(|src| src.fill(s))
+                    } else {
+                        src.fill(s)
+                    }
                 }
                 crate::StridedBlocks::MultipleBlocks {
                     block_start_index,

@@ -134,6 +134,42 @@ fn broadcast_block_map<T: Copy, U: Copy, F: FnMut(T, T) -> U>(
     ys
 }
 
+/// Elements from which `binary_map_par` and `const_set` split contiguous data over rayon's
+/// pool, and the elements of a task: below, waking a worker costs about what the op does.
+pub(crate) const PAR_MIN_ELEMS: usize = 1 << 16;
+pub(crate) const PAR_TASK_ELEMS: usize = 1 << 14;
+
+/// `binary_map`, with contiguous operands of at least `PAR_MIN_ELEMS` elements split in blocks
+/// over rayon's pool. Each element only depends on its operands, so the result does not depend
+/// on the number of threads.
+pub fn binary_map_par<T, U, F>(lhs_l: &Layout, rhs_l: &Layout, lhs: &[T], rhs: &[T], f: F) -> Vec<U>
+where
+    T: Copy + Sync,
+    U: Copy + Send,
+    F: Fn(T, T) -> U + Sync,
+{
+    use rayon::prelude::*;
+    match (lhs_l.contiguous_offsets(), rhs_l.contiguous_offsets()) {
+        (Some((o_l1, o_l2)), Some((o_r1, o_r2))) if o_l2 - o_l1 >= PAR_MIN_ELEMS => {
+            let (lhs, rhs) = (&lhs[o_l1..o_l2], &rhs[o_r1..o_r2]);
+            let mut dst = Vec::with_capacity(lhs.len());
+            let blocks = lhs
+                .par_chunks(PAR_TASK_ELEMS)
+                .zip(rhs.par_chunks(PAR_TASK_ELEMS));
+            let blocks = blocks.zip(dst.spare_capacity_mut().par_chunks_mut(PAR_TASK_ELEMS));
+            blocks.for_each(|((lhs, rhs), dst)| {
+                for ((d, &l), &r) in dst.iter_mut().zip(lhs).zip(rhs) {
+                    d.write(f(l, r));
+                }
+            });
+            // Safety: the blocks cover `lhs.len()` elements of `dst`, each one written above.
+            unsafe { dst.set_len(lhs.len()) };
+            dst
+        }
+        _ => binary_map(lhs_l, rhs_l, lhs, rhs, f),
+    }
+}
+
 pub fn binary_map<T: Copy, U: Copy, F: FnMut(T, T) -> U>(
     lhs_l: &Layout,
     rhs_l: &Layout,
