@@ -1064,12 +1064,12 @@ struct GroupMoments<A> {
 
 impl<A: num_traits::Float> LayerNormRowStats<A> {
     /// The mean and `rstd` of the first `rows` rows of a group from the sums of `d = x - shift`
-    /// and `d * d` over their `n` elements, in one pass, written over arrays: the rows' divisions and square
-    /// roots run side by side in vector registers (for a row of 64 elements one dependent chain
-    /// costs as much as the elements). `far[r]`: row `r`'s shift is more than two standard
-    /// deviations from its mean, `E[d^2] - E[d]^2` then loses the low bits of the variance and
-    /// the row takes `two_pass`. Otherwise the error is within a few roundings of the two-pass
-    /// variance.
+    /// and `d * d` over their `n` elements, in one pass, written over arrays: the rows'
+    /// divisions and square roots run side by side in vector registers (for a row of 64
+    /// elements one dependent chain costs as much as the elements). `far[r]`: row `r`'s shift is
+    /// more than two standard deviations from its mean, `E[d^2] - E[d]^2` then loses the low
+    /// bits of the variance and the row takes `two_pass`. Otherwise the error is within a few
+    /// roundings of the two-pass variance.
     fn group_moments(
         sum_d: &[A; ROW_GROUP],
         sum_d2: &[A; ROW_GROUP],
