@@ -1,7 +1,7 @@
 #!/bin/bash
 # Rounds of criterion medians (in a rayon pool, as `tft` runs): the bench binary of pins
 # 0001-0045 (`base`: baseline x86-64 build), the same tree built with
-# RUSTFLAGS="-C target-cpu=x86-64-v3" (`v3`), pin 0046 (`dispatch`: AVX2 row loops chosen at
+# RUSTFLAGS="-C target-cpu=x86-64-v3" (`v3`), the experiment of avx2-dispatch.diff (`dispatch`: AVX2 row loops chosen at
 # run time, baseline build), then PyTorch's CPU script; same shapes, 2 threads.
 cd /work/main
 export GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=268435456
