@@ -506,6 +506,16 @@ template <typename T> static void test_dtype() {
         check(P, "split-grid64", 64, 64);
       }
   }
+  // The forward's streaming kernel forced at widths a tier would take: odd
+  // widths, whose rows start at every offset in a 16-byte word (the aligned
+  // pieces of load_words / store_words), misaligned pointers, small grids.
+  for (int64_t c : {(int64_t)17, (int64_t)4097, (int64_t)70001})
+    for (int off = 0; off < 2; ++off) {
+      Problem<T> P;
+      P.init(30, c, true, off == 0, off, 0.5, 1.0, false, N_ALL_FWD, -1);
+      check(P, "big");
+      check(P, "big-grid3", 3, 3);
+    }
   // NULL dw_part / db_part.
   {
     Problem<T> P;

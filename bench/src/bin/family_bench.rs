@@ -56,6 +56,11 @@ fn cases(scale: usize) -> Vec<Case> {
             op: "softmax_last_dim",
             dims: vec![s(4096), 32000],
         },
+        // GPT-2's vocabulary: an odd width, past the backward's widest tier in every dtype.
+        Case {
+            op: "softmax_last_dim",
+            dims: vec![s(2048), 50257],
+        },
         Case {
             op: "rope",
             dims: vec![1, 32, s(4096), 128],
@@ -178,15 +183,18 @@ fn main() -> Result<()> {
 fn dump_numerics(dev: &Device, dir: &str) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     // (op, case, dims, scale of x): odd widths, the widths of the LLM grid, rows past the widest
-    // tier (the streaming kernels), and softmax logits far from zero.
-    let cases: [(&str, &str, &[usize], f64); 11] = [
+    // tier (the streaming kernels; with more rows than their grid, which L2 caps, in
+    // `huge_rows`), and softmax logits far from zero.
+    let cases: [(&str, &str, &[usize], f64); 13] = [
         ("rms_norm", "odd", &[1000, 17], 1.),
         ("rms_norm", "llm", &[512, 4096], 1.),
         ("rms_norm", "huge", &[8, 70001], 1.),
+        ("rms_norm", "huge_rows", &[200, 40000], 1.),
         ("softmax_last_dim", "odd", &[1000, 17], 1.),
         ("softmax_last_dim", "llm", &[256, 4096], 1.),
         ("softmax_last_dim", "vocab", &[16, 32000], 1.),
         ("softmax_last_dim", "huge", &[8, 70001], 1.),
+        ("softmax_last_dim", "huge_rows", &[200, 40000], 1.),
         ("softmax_last_dim", "large_logits", &[256, 4096], 30.),
         ("rope", "llm", &[2, 8, 64, 128], 1.),
         ("rope_i", "llm", &[2, 8, 64, 128], 1.),

@@ -147,11 +147,71 @@ __device__ __forceinline__ int slot_valid(int64_t slot, int64_t ncols) {
 }
 
 
+// The 16 bytes at address a (2-byte aligned) as four 32-bit words, in the
+// widest aligned pieces: one 16-byte load, two 8-byte, 4 + 8 + 4 bytes, or (a
+// 16-bit row that starts at an odd element) 2 + 4 + 4 + 4 + 2 bytes joined by
+// funnel shifts. Nothing outside the 16 bytes is read. The branch depends on
+// a % 16 only, the same for every slot of a row.
+__device__ __forceinline__ void load_words(uintptr_t a, uint32_t (&w)[4]) {
+  if ((a & 15) == 0) {
+    const uint4 u = __ldg(reinterpret_cast<const uint4 *>(a));
+    w[0] = u.x;
+    w[1] = u.y;
+    w[2] = u.z;
+    w[3] = u.w;
+  } else if ((a & 7) == 0) {
+    const uint2 lo = __ldg(reinterpret_cast<const uint2 *>(a));
+    const uint2 hi = __ldg(reinterpret_cast<const uint2 *>(a + 8));
+    w[0] = lo.x;
+    w[1] = lo.y;
+    w[2] = hi.x;
+    w[3] = hi.y;
+  } else if ((a & 3) == 0) {
+    const uint2 mid = __ldg(reinterpret_cast<const uint2 *>(a + 4));
+    w[0] = __ldg(reinterpret_cast<const uint32_t *>(a));
+    w[1] = mid.x;
+    w[2] = mid.y;
+    w[3] = __ldg(reinterpret_cast<const uint32_t *>(a + 12));
+  } else {
+    const uint32_t h0 = __ldg(reinterpret_cast<const unsigned short *>(a));
+    const uint32_t w1 = __ldg(reinterpret_cast<const uint32_t *>(a + 2));
+    const uint32_t w2 = __ldg(reinterpret_cast<const uint32_t *>(a + 6));
+    const uint32_t w3 = __ldg(reinterpret_cast<const uint32_t *>(a + 10));
+    const uint32_t h7 = __ldg(reinterpret_cast<const unsigned short *>(a + 14));
+    w[0] = h0 | (w1 << 16);
+    w[1] = __funnelshift_r(w1, w2, 16);
+    w[2] = __funnelshift_r(w2, w3, 16);
+    w[3] = __funnelshift_r(w3, h7, 16);
+  }
+}
+
+// Stores four 32-bit words to the 16 bytes at address a, as load_words reads them.
+__device__ __forceinline__ void store_words(uintptr_t a, const uint32_t (&w)[4]) {
+  if ((a & 15) == 0) {
+    *reinterpret_cast<uint4 *>(a) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else if ((a & 7) == 0) {
+    *reinterpret_cast<uint2 *>(a) = make_uint2(w[0], w[1]);
+    *reinterpret_cast<uint2 *>(a + 8) = make_uint2(w[2], w[3]);
+  } else if ((a & 3) == 0) {
+    *reinterpret_cast<uint32_t *>(a) = w[0];
+    *reinterpret_cast<uint2 *>(a + 4) = make_uint2(w[1], w[2]);
+    *reinterpret_cast<uint32_t *>(a + 12) = w[3];
+  } else {
+    *reinterpret_cast<unsigned short *>(a) = (unsigned short)w[0];
+    *reinterpret_cast<uint32_t *>(a + 2) = __funnelshift_r(w[0], w[1], 16);
+    *reinterpret_cast<uint32_t *>(a + 6) = __funnelshift_r(w[1], w[2], 16);
+    *reinterpret_cast<uint32_t *>(a + 10) = __funnelshift_r(w[2], w[3], 16);
+    *reinterpret_cast<unsigned short *>(a + 14) = (unsigned short)(w[3] >> 16);
+  }
+}
+
 // Loads vector slot `slot` of the row at p into the register layout; elements
 // past the end of the row (j >= nvalid) are zero. In VEC_FULL mode nvalid is
 // either 0 or V, so a full slot is one 16-byte load; in VEC_HALF mode it is 0,
-// V / 2 or V, a multiple of 8-byte loads.
-template <typename T>
+// V / 2 or V, a multiple of 8-byte loads. WORDS (the streaming kernels only:
+// in the resident tiers the extra path costs registers) loads a full slot of
+// a row without vectors as load_words does, instead of element by element.
+template <typename T, bool WORDS = false>
 __device__ __forceinline__ Pack<T> load_pack(const T *__restrict__ p, int64_t slot, int nvalid, int vec) {
   typedef typename Elem<T>::bits B;
   constexpr int V = Pack<T>::N;
@@ -170,6 +230,8 @@ __device__ __forceinline__ Pack<T> load_pack(const T *__restrict__ p, int64_t sl
     r.w[1] = lo.y;
     r.w[2] = hi.x;
     r.w[3] = hi.y;
+  } else if (WORDS && nvalid == V) {
+    load_words(reinterpret_cast<uintptr_t>(p + slot * V), r.w);
   } else {
     r.zero();
     const B *q = reinterpret_cast<const B *>(p) + slot * V;
@@ -181,7 +243,7 @@ __device__ __forceinline__ Pack<T> load_pack(const T *__restrict__ p, int64_t sl
   return r;
 }
 
-template <typename T>
+template <typename T, bool WORDS = false>
 __device__ __forceinline__ void store_pack(T *__restrict__ p, int64_t slot, int nvalid, int vec, const Pack<T> &r) {
   typedef typename Elem<T>::bits B;
   constexpr int V = Pack<T>::N;
@@ -192,6 +254,8 @@ __device__ __forceinline__ void store_pack(T *__restrict__ p, int64_t slot, int 
     q[0] = make_uint2(r.w[0], r.w[1]);
     if (nvalid == V)
       q[1] = make_uint2(r.w[2], r.w[3]);
+  } else if (WORDS && nvalid == V) {
+    store_words(reinterpret_cast<uintptr_t>(p + slot * V), r.w);
   } else {
     B *q = reinterpret_cast<B *>(p) + slot * V;
 #pragma unroll

@@ -112,14 +112,15 @@ __device__ __forceinline__ void fwd_resident(const T *__restrict__ x, T *__restr
   }
 }
 
-template <typename T, bool RMS = false>
-__device__ __forceinline__ void fwd_big(const T *__restrict__ x, T *__restrict__ y,
-                                        const T *__restrict__ w, const T *__restrict__ b,
-                                        int64_t nrows, int64_t ncols, float eps) {
+// The rows of fwd_big. WORDS: rows without vectors, loaded in aligned pieces (an
+// instance of its own, so that the vector path's code stays as it is).
+template <typename T, bool RMS, bool WORDS>
+__device__ __forceinline__ void fwd_big_rows(const T *__restrict__ x, T *__restrict__ y,
+                                             const T *__restrict__ w, const T *__restrict__ b,
+                                             int64_t nrows, int64_t ncols, float eps, int vec,
+                                             typename acc_type<T>::type *sh) {
   using ACC = typename acc_type<T>::type;
   constexpr int V = Pack<T>::N;
-  __shared__ ACC sh[3 * 32];
-  const int vec = use_vec<T>(ncols, x, y, w, b);
   const int64_t nvec = (ncols + V - 1) / V;
   for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
     const T *xrow = x + row * ncols;
@@ -131,7 +132,7 @@ __device__ __forceinline__ void fwd_big(const T *__restrict__ x, T *__restrict__
     Welford<ACC> a = {ACC(0), ACC(0), ACC(0)};
     for (int64_t slot = threadIdx.x; slot < nvec; slot += BIG_THREADS) {
       const int nv = slot_valid<V>(slot, ncols);
-      welford_chunk<T>(a, load_pack(xrow, slot, nv, vec), nv, shift);
+      welford_chunk<T>(a, load_pack<T, WORDS>(xrow, slot, nv, vec), nv, shift);
     }
     big_allreduce<0>(a, (ACC *)nullptr, sh);
     // RMS: mean(x^2) = M2 / n + mean^2 (no cancellation), and no mean removed.
@@ -141,13 +142,13 @@ __device__ __forceinline__ void fwd_big(const T *__restrict__ x, T *__restrict__
     T *yrow = y + row * ncols;
     for (int64_t slot = threadIdx.x; slot < nvec; slot += BIG_THREADS) {
       const int nv = slot_valid<V>(slot, ncols);
-      const Pack<T> xr = load_pack(xrow, slot, nv, vec);
+      const Pack<T> xr = load_pack<T, WORDS>(xrow, slot, nv, vec);
       Pack<T> wr, br, o;
       o.zero();
       if (w)
-        wr = load_pack(w, slot, nv, vec);
+        wr = load_pack<T, WORDS>(w, slot, nv, vec);
       if (b)
-        br = load_pack(b, slot, nv, vec);
+        br = load_pack<T, WORDS>(b, slot, nv, vec);
 #pragma unroll
       for (int j = 0; j < V; ++j) {
         ACC v = ((Elem<T>::get(xr, j) - shift) - mean) * rstd;
@@ -157,9 +158,21 @@ __device__ __forceinline__ void fwd_big(const T *__restrict__ x, T *__restrict__
           v += Elem<T>::get(br, j);
         Elem<T>::set(o, j, v);
       }
-      store_pack(yrow, slot, nv, vec, o);
+      store_pack<T, WORDS>(yrow, slot, nv, vec, o);
     }
   }
+}
+
+template <typename T, bool RMS = false>
+__device__ __forceinline__ void fwd_big(const T *__restrict__ x, T *__restrict__ y,
+                                        const T *__restrict__ w, const T *__restrict__ b,
+                                        int64_t nrows, int64_t ncols, float eps) {
+  __shared__ typename acc_type<T>::type sh[3 * 32];
+  const int vec = use_vec<T>(ncols, x, y, w, b);
+  if (sizeof(T) == 2 && vec == VEC_NONE)
+    fwd_big_rows<T, RMS, true>(x, y, w, b, nrows, ncols, eps, vec, sh);
+  else
+    fwd_big_rows<T, RMS, false>(x, y, w, b, nrows, ncols, eps, vec, sh);
 }
 
 } // namespace layer_norm

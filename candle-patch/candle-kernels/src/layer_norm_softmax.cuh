@@ -182,20 +182,21 @@ __device__ __forceinline__ void softmax_bwd_resident(const T *__restrict__ y, co
 // Rows beyond the widest tier: one row per BIG_THREADS block, streamed twice
 // (the second read mostly hits L2). The forward keeps a running (max, sum) per
 // thread, then rescales each thread's sum to the row's max before adding.
-template <typename T>
-__device__ __forceinline__ void softmax_fwd_big(const T *__restrict__ x, T *__restrict__ y,
-                                                int64_t nrows, int64_t ncols) {
+// WORDS: rows without vectors, loaded in aligned pieces (an instance of its
+// own, so that the vector path's code stays as it is).
+template <typename T, bool WORDS>
+__device__ __forceinline__ void softmax_fwd_big_rows(const T *__restrict__ x, T *__restrict__ y,
+                                                     int64_t nrows, int64_t ncols, int vec,
+                                                     typename acc_type<T>::type (*sred)[32]) {
   using ACC = typename acc_type<T>::type;
   constexpr int V = Pack<T>::N;
-  __shared__ ACC sred[2][32];
-  const int vec = use_vec<T>(ncols, x, y, x, y);
   const int64_t nvec = (ncols + V - 1) / V;
   for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
     const T *xrow = x + row * ncols;
     ACC m[1] = {neg_inf<ACC>()}, s[1] = {ACC(0)};
     for (int64_t slot = threadIdx.x; slot < nvec; slot += BIG_THREADS) {
       const int nv = slot_valid<V>(slot, ncols);
-      const Pack<T> xr = load_pack(xrow, slot, nv, vec);
+      const Pack<T> xr = load_pack<T, WORDS>(xrow, slot, nv, vec);
       ACC cm = m[0];
 #pragma unroll
       for (int j = 0; j < V; ++j)
@@ -222,24 +223,34 @@ __device__ __forceinline__ void softmax_fwd_big(const T *__restrict__ x, T *__re
     T *yrow = y + row * ncols;
     for (int64_t slot = threadIdx.x; slot < nvec; slot += BIG_THREADS) {
       const int nv = slot_valid<V>(slot, ncols);
-      const Pack<T> xr = load_pack(xrow, slot, nv, vec);
+      const Pack<T> xr = load_pack<T, WORDS>(xrow, slot, nv, vec);
       Pack<T> o;
       o.zero();
 #pragma unroll
       for (int j = 0; j < V; ++j)
         Elem<T>::set(o, j, sm_exp(ACC(Elem<T>::get(xr, j)) - m[0]) * inv);
-      store_pack(yrow, slot, nv, vec, o);
+      store_pack<T, WORDS>(yrow, slot, nv, vec, o);
     }
   }
 }
 
 template <typename T>
-__device__ __forceinline__ void softmax_bwd_big(const T *__restrict__ y, const T *__restrict__ dy,
-                                                T *__restrict__ dx, int64_t nrows, int64_t ncols) {
+__device__ __forceinline__ void softmax_fwd_big(const T *__restrict__ x, T *__restrict__ y,
+                                                int64_t nrows, int64_t ncols) {
+  __shared__ typename acc_type<T>::type sred[2][32];
+  const int vec = use_vec<T>(ncols, x, y, x, y);
+  if (sizeof(T) == 2 && vec == VEC_NONE)
+    softmax_fwd_big_rows<T, true>(x, y, nrows, ncols, vec, sred);
+  else
+    softmax_fwd_big_rows<T, false>(x, y, nrows, ncols, vec, sred);
+}
+
+template <typename T, bool WORDS>
+__device__ __forceinline__ void softmax_bwd_big_rows(const T *__restrict__ y, const T *__restrict__ dy,
+                                                     T *__restrict__ dx, int64_t nrows, int64_t ncols,
+                                                     int vec, typename acc_type<T>::type (*sred)[32]) {
   using ACC = typename acc_type<T>::type;
   constexpr int V = Pack<T>::N;
-  __shared__ ACC sred[2][32];
-  const int vec = use_vec<T>(ncols, y, dy, dx, dx);
   const int64_t nvec = (ncols + V - 1) / V;
   int parity = 0;
   for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
@@ -248,8 +259,8 @@ __device__ __forceinline__ void softmax_bwd_big(const T *__restrict__ y, const T
     ACC d[1] = {ACC(0)};
     for (int64_t slot = threadIdx.x; slot < nvec; slot += BIG_THREADS) {
       const int nv = slot_valid<V>(slot, ncols);
-      const Pack<T> yr = load_pack(yrow, slot, nv, vec);
-      const Pack<T> gr = load_pack(dyrow, slot, nv, vec);
+      const Pack<T> yr = load_pack<T, WORDS>(yrow, slot, nv, vec);
+      const Pack<T> gr = load_pack<T, WORDS>(dyrow, slot, nv, vec);
 #pragma unroll
       for (int j = 0; j < V; ++j)
         d[0] += ACC(Elem<T>::get(yr, j)) * ACC(Elem<T>::get(gr, j));
@@ -259,16 +270,27 @@ __device__ __forceinline__ void softmax_bwd_big(const T *__restrict__ y, const T
     T *dxrow = dx + row * ncols;
     for (int64_t slot = threadIdx.x; slot < nvec; slot += BIG_THREADS) {
       const int nv = slot_valid<V>(slot, ncols);
-      const Pack<T> yr = load_pack(yrow, slot, nv, vec);
-      const Pack<T> gr = load_pack(dyrow, slot, nv, vec);
+      const Pack<T> yr = load_pack<T, WORDS>(yrow, slot, nv, vec);
+      const Pack<T> gr = load_pack<T, WORDS>(dyrow, slot, nv, vec);
       Pack<T> o;
       o.zero();
 #pragma unroll
       for (int j = 0; j < V; ++j)
         Elem<T>::set(o, j, ACC(Elem<T>::get(yr, j)) * (ACC(Elem<T>::get(gr, j)) - d[0]));
-      store_pack(dxrow, slot, nv, vec, o);
+      store_pack<T, WORDS>(dxrow, slot, nv, vec, o);
     }
   }
+}
+
+template <typename T>
+__device__ __forceinline__ void softmax_bwd_big(const T *__restrict__ y, const T *__restrict__ dy,
+                                                T *__restrict__ dx, int64_t nrows, int64_t ncols) {
+  __shared__ typename acc_type<T>::type sred[2][32];
+  const int vec = use_vec<T>(ncols, y, dy, dx, dx);
+  if (sizeof(T) == 2 && vec == VEC_NONE)
+    softmax_bwd_big_rows<T, true>(y, dy, dx, nrows, ncols, vec, sred);
+  else
+    softmax_bwd_big_rows<T, false>(y, dy, dx, nrows, ncols, vec, sred);
 }
 
 } // namespace layer_norm

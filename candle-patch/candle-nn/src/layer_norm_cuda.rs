@@ -189,6 +189,11 @@ fn parse_tiers(registry: &str, list: &str, dtype: DType) -> std::result::Result<
     Err(format!("{list}: unterminated"))
 }
 
+/// Past this many columns, 16-bit rows without vectors take the `big` kernel (see
+/// [`LaunchPlan::big_when_unaligned`]). H200, the forward: at 50257 and 65535 columns the `big`
+/// kernel takes half to three quarters of the widest tier's time, at 7777 1.8 times the tier's.
+const BIG_UNALIGNED_COLS: usize = 32768;
+
 /// The kernel for a row: a resident tier, or the `big` kernel that streams the row twice.
 #[derive(Debug, Clone, Copy)]
 enum Kernel<'a> {
@@ -220,6 +225,8 @@ struct LaunchPlan<'a> {
     smem_bytes: usize,
     /// The grid holds only as many blocks as can be resident, each loops over the rows.
     persistent: bool,
+    /// Bytes of each row that the `big` kernel reads twice (0 for the resident tiers).
+    reread_bytes: usize,
 }
 
 impl<'a> LaunchPlan<'a> {
@@ -246,15 +253,33 @@ impl<'a> LaunchPlan<'a> {
                     rows_per_block: block_dim / tier.lanes,
                     smem_bytes: if tier.smem { smem_bytes } else { 0 },
                     persistent: tier.prefetch,
+                    reread_bytes: 0,
                 }
             }
-            None => Self {
-                kernel: Kernel::Big,
-                block_dim: 1024,
-                rows_per_block: 1,
-                smem_bytes: 0,
-                persistent: false,
-            },
+            None => Self::big(n_cols, dtype),
+        }
+    }
+
+    /// The `big` kernel: one row per block of 1024 threads, which streams it twice.
+    fn big(n_cols: usize, dtype: DType) -> Self {
+        Self {
+            kernel: Kernel::Big,
+            block_dim: 1024,
+            rows_per_block: 1,
+            smem_bytes: 0,
+            persistent: false,
+            reread_bytes: n_cols * dtype.size_in_bytes(),
+        }
+    }
+
+    /// The `big` kernel for rows of 2-byte elements that fit no 8-byte vector (odd widths),
+    /// past [`BIG_UNALIGNED_COLS`] columns: the tiers load such rows element by element, the
+    /// `big` kernel in aligned pieces. For the forward kernels: the backward tiers end there.
+    fn big_when_unaligned(self, n_cols: usize, dtype: DType) -> Self {
+        if dtype.size_in_bytes() == 2 && n_cols % 4 != 0 && n_cols > BIG_UNALIGNED_COLS {
+            Self::big(n_cols, dtype)
+        } else {
+            self
         }
     }
 
@@ -279,16 +304,27 @@ impl<'a> LaunchPlan<'a> {
     /// Blocks for `n_rows` rows: one per row group, capped at the number of blocks that can be
     /// resident at once when `persistent`. That number only depends on the kernel and the
     /// device, so a persistent grid is the same on every run.
+    /// The `big` kernel's grid is capped by [`big_grid`].
     fn grid(&self, dev: &CudaDevice, func: &CudaFunction, n_rows: usize) -> Result<usize> {
         let n_blocks = n_rows.div_ceil(self.rows_per_block).min(i32::MAX as usize);
+        if let Kernel::Big = self.kernel {
+            let l2_bytes = attribute(
+                dev,
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+            )?;
+            let n_sms = attribute(
+                dev,
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )?;
+            return Ok(big_grid(n_blocks, n_sms, l2_bytes, self.reread_bytes));
+        }
         if !self.persistent {
             return Ok(n_blocks);
         }
-        let n_sms = dev
-            .cuda_stream()
-            .context()
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .w()? as usize;
+        let n_sms = attribute(
+            dev,
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )?;
         let blocks_per_sm = func
             .occupancy_max_active_blocks_per_multiprocessor(self.block_dim, self.smem_bytes, None)
             .w()?
@@ -303,6 +339,18 @@ impl<'a> LaunchPlan<'a> {
             shared_mem_bytes: self.smem_bytes as u32,
         }
     }
+}
+
+fn attribute(dev: &CudaDevice, attr: sys::CUdevice_attribute) -> Result<usize> {
+    Ok(dev.cuda_stream().context().attribute(attr).w()? as usize)
+}
+
+/// Blocks for the `big` kernel, which reads each row again after a block reduction: as many as
+/// keep the rows in flight (`reread_bytes` each) within half of L2, so that the second read hits
+/// it, but at least one per SM. Its blocks loop over the rows, so any grid covers them.
+fn big_grid(n_blocks: usize, n_sms: usize, l2_bytes: usize, reread_bytes: usize) -> usize {
+    let fit = l2_bytes / 2 / reread_bytes.max(1);
+    n_blocks.min(fit.max(n_sms))
 }
 
 fn view<'a, T>(s: &'a CudaSlice<T>, l: &Layout, name: &str) -> Result<CudaView<'a, T>> {
@@ -347,7 +395,8 @@ where
     let dst = unsafe { dev.alloc::<T>(el_count)? };
     if el_count > 0 {
         let n_rows = el_count / n_cols;
-        let plan = LaunchPlan::new(Direction::Fwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0);
+        let plan = LaunchPlan::new(Direction::Fwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0)
+            .big_when_unaligned(n_cols, T::DTYPE);
         let name = plan.kernel.name(norm.prefix(), Direction::Fwd, T::DTYPE);
         let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
         plan.prepare(&func)?;
@@ -535,11 +584,10 @@ where
     let dx_func = dev.get_or_load_func(&dx_name, &kernels::LAYER_NORM)?;
     // As many dx blocks as can be resident: the partials depend on this grid, which only depends
     // on the kernel, the device and the shape.
-    let n_sms = dev
-        .cuda_stream()
-        .context()
-        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-        .w()? as usize;
+    let n_sms = attribute(
+        dev,
+        sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    )?;
     let blocks_per_sm = dx_func
         .occupancy_max_active_blocks_per_multiprocessor(split.dx.lanes as u32, 0, None)
         .w()?
@@ -676,7 +724,8 @@ where
     let dst = unsafe { dev.alloc::<T>(el_count)? };
     if el_count > 0 {
         let n_rows = el_count / n_cols;
-        let plan = LaunchPlan::new(Direction::Fwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0);
+        let plan = LaunchPlan::new(Direction::Fwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0)
+            .big_when_unaligned(n_cols, T::DTYPE);
         let name = plan.kernel.name(SOFTMAX, Direction::Fwd, T::DTYPE);
         let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
         plan.prepare(&func)?;
@@ -711,6 +760,11 @@ where
         let n_rows = el_count / n_cols;
         // No parameter partials: the backward's `s` tiers need no shared memory.
         let plan = LaunchPlan::new(Direction::Bwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0);
+        // The `big` kernel reads the output and its gradient twice.
+        let plan = LaunchPlan {
+            reread_bytes: 2 * plan.reread_bytes,
+            ..plan
+        };
         let name = plan.kernel.name(SOFTMAX, Direction::Bwd, T::DTYPE);
         let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
         plan.prepare(&func)?;
@@ -772,6 +826,34 @@ mod tests {
 
     fn kernel_name_of(dtype: DType, base: &str) -> String {
         format!("{base}_{}", dtype.as_str())
+    }
+
+    #[test]
+    fn big_grid_keeps_rows_in_flight_within_l2() {
+        let (n_sms, l2) = (132, 50 << 20);
+        // f32 rows of 32000: the softmax backward rereads 256000 bytes a row.
+        let blocks = big_grid(4096, n_sms, l2, 256_000);
+        assert_eq!(
+            blocks, n_sms,
+            "102 rows would fit in half of L2, but not fewer blocks than SMs"
+        );
+        // f32 rows of 20000, one tensor reread: 80000 bytes a row.
+        let blocks = big_grid(4096, n_sms, l2, 80_000);
+        assert!(blocks > n_sms && blocks * 80_000 <= l2 / 2, "{blocks}");
+        // Fewer rows than that: one block per row.
+        assert_eq!(big_grid(100, n_sms, l2, 80_000), 100);
+    }
+
+    #[test]
+    fn unaligned_16bit_rows_take_the_big_kernel() {
+        let big = |dtype, n_cols| {
+            let plan = LaunchPlan::new(Direction::Fwd.tiers(dtype), n_cols, dtype, 0, 0)
+                .big_when_unaligned(n_cols, dtype);
+            matches!(plan.kernel, Kernel::Big)
+        };
+        assert!(big(DType::BF16, 50257) && big(DType::F16, 65535) && big(DType::BF16, 32770));
+        // Rows that take 8-byte vectors, narrower rows, and 4-byte elements keep their tier.
+        assert!(!big(DType::BF16, 50256) && !big(DType::BF16, 7777) && !big(DType::F32, 50257));
     }
 
     #[test]

@@ -294,6 +294,9 @@ fn softmax_last_dim_fwd(dev: &Device) -> Result<()> {
         (many, 5000),
         (many, 10000),
         (2, 70001),
+        // On a GPU, more rows than the streaming kernel's grid, which L2 caps; odd, so that
+        // rows start at every offset in a 16-byte word.
+        (if dev.is_cpu() { 2 } else { 300 }, 40001),
     ] {
         let mut x = rand_vec(&mut rng, rows * n, -4., 4.);
         // Row 0 far from zero (only stable with the max subtracted), row 1 causally masked.
@@ -320,11 +323,15 @@ test_device!(
 
 fn softmax_last_dim_grad(dev: &Device) -> Result<()> {
     let mut rng = StdRng::seed_from_u64(64);
-    for n in [1, 3, 17, 64, 1000, 1200, 2500, 4097, 5000, 10000, 70001] {
+    for n in [
+        1, 3, 17, 64, 1000, 1200, 2500, 4097, 5000, 10000, 40001, 70001,
+    ] {
         // Even: two batches of rows / 2. On a GPU, more rows than a grid of resident blocks at
-        // the widths of the prefetching tiers.
+        // the widths of the prefetching tiers, and than the streaming kernel's grid (L2 caps it;
+        // an odd width: rows at every offset in a 16-byte word).
         let rows = match n {
             5000 | 10000 if !dev.is_cpu() => 1200,
+            40001 if !dev.is_cpu() => 300,
             n if n > 1000 => 2,
             _ => 6,
         };
