@@ -852,8 +852,8 @@ mod tests {
             matches!(plan.kernel, Kernel::Big)
         };
         assert!(big(DType::BF16, 50257) && big(DType::F16, 65535) && big(DType::BF16, 32770));
-        // Rows that take 8-byte vectors, narrower rows, and 4-byte elements keep their tier.
-        assert!(!big(DType::BF16, 50256) && !big(DType::BF16, 7777) && !big(DType::F32, 50257));
+        // Rows that take 8-byte vectors, and rows up to the threshold, keep their tier.
+        assert!(!big(DType::BF16, 50256) && !big(DType::BF16, 7777) && !big(DType::F16, 32767));
     }
 
     #[test]
