@@ -908,10 +908,12 @@ trait LayerNormDType: candle::WithDType {
     /// `row` in the accumulation type: the row itself when it already is, else converted into
     /// `buf` (reused across rows).
     fn acc_row<'a>(row: &'a [Self], buf: &'a mut Vec<Self::Acc>) -> &'a [Self::Acc];
+    /// The slice `acc_row(row, buf)` returned, without converting `row` again.
+    fn acc_row_view<'a>(row: &'a [Self], buf: &'a [Self::Acc]) -> &'a [Self::Acc];
 }
 
 macro_rules! layer_norm_dtype {
-    ($t:ty, $acc:ty, $to:expr, $from:expr, $acc_row:expr) => {
+    ($t:ty, $acc:ty, $to:expr, $from:expr, $acc_row:expr, $acc_row_view:expr) => {
         impl LayerNormDType for $t {
             type Acc = $acc;
             fn to_acc(self) -> $acc {
@@ -922,6 +924,9 @@ macro_rules! layer_norm_dtype {
             }
             fn acc_row<'a>(row: &'a [Self], buf: &'a mut Vec<$acc>) -> &'a [$acc] {
                 $acc_row(row, buf)
+            }
+            fn acc_row_view<'a>(row: &'a [Self], buf: &'a [$acc]) -> &'a [$acc] {
+                $acc_row_view(row, buf)
             }
         }
     };
@@ -934,29 +939,37 @@ fn converted_row<'a, T: LayerNormDType>(row: &[T], buf: &'a mut Vec<T::Acc>) -> 
     buf.extend(row.iter().map(|v| v.to_acc()));
     buf
 }
-layer_norm_dtype!(f32, f32, |v| v, |v| v, same_row);
-layer_norm_dtype!(f64, f64, |v| v, |v| v, same_row);
+fn same_row_view<'a, T>(row: &'a [T], _: &'a [T]) -> &'a [T] {
+    row
+}
+fn converted_row_view<'a, T, A>(_: &'a [T], buf: &'a [A]) -> &'a [A] {
+    buf
+}
+layer_norm_dtype!(f32, f32, |v| v, |v| v, same_row, same_row_view);
+layer_norm_dtype!(f64, f64, |v| v, |v| v, same_row, same_row_view);
 layer_norm_dtype!(
     half::f16,
     f32,
     half::f16::to_f32,
     half::f16::from_f32,
-    converted_row
+    converted_row,
+    converted_row_view
 );
 layer_norm_dtype!(
     half::bf16,
     f32,
     half::bf16::to_f32,
     half::bf16::from_f32,
-    converted_row
+    converted_row,
+    converted_row_view
 );
 
 /// Lanes of the row sums: independent accumulator chains, four 4-wide vector registers per sum
-/// for f32 (an add waits ~3 cycles for the previous one), half as many where a pass keeps four
-/// sums (the registers run out). The lanes are combined in a fixed order, so a sum only depends
-/// on the row length.
+/// for f32 (an add waits ~3 cycles for the previous one), one in the backward, whose loop keeps
+/// four sums of the next row while it writes this row's gradients (more would not fit in the
+/// registers). The lanes are combined in a fixed order, so a sum only depends on the row length.
 const ROW_LANES: usize = 16;
-const ROW_LANES_BWD: usize = 8;
+const ROW_LANES_BWD: usize = 4;
 
 /// A row's elements in blocks of `N`, and the elements past the last whole block.
 fn row_blocks<A, const N: usize>(row: &[A]) -> (std::slice::ChunksExact<'_, A>, &[A]) {
@@ -1224,11 +1237,16 @@ fn layer_norm_cpu_fwd<T: LayerNormDType>(
     unsafe { dst.assume_init() }
 }
 
+/// The lane sums of `row_bwd_lanes` for each row of a group.
+type BwdGroupLanes<A> = [[[A; ROW_LANES_BWD]; 4]; ROW_GROUP];
+
 /// The statistics of each row of a group (at most `ROW_GROUP` rows of `alpha.len()` elements)
-/// and `mean(g)`, `mean(g * xhat)` with `g = dy * alpha`: one pass over a row whose first
+/// and `mean(g)`, `mean(g * xhat)` with `g = dy * alpha`, from the rows' lane sums (`lanes`, see
+/// `row_bwd_lanes`, shifted by each row's first element): one pass over a row whose first
 /// element is close enough to the mean, else (see `LayerNormRowStats::group_moments`) two more.
 fn layer_norm_bwd_group<A: num_traits::Float>(
     (xs, dys, alpha): (&[A], &[A], &[A]),
+    lanes: &BwdGroupLanes<A>,
     n: A,
     eps: A,
 ) -> [(LayerNormRowStats<A>, A, A); ROW_GROUP] {
@@ -1236,9 +1254,8 @@ fn layer_norm_bwd_group<A: num_traits::Float>(
     let zero = [A::zero(); ROW_GROUP];
     let (mut shift, mut sum_d, mut sum_d2, mut sum_g, mut sum_gd) = (zero, zero, zero, zero, zero);
     let rows = || xs.chunks(n_cols).zip(dys.chunks(n_cols));
-    for (r, (x, dy)) in rows().enumerate() {
+    for (r, ((x, dy), &[d, d2, g, gd])) in rows().zip(lanes).enumerate() {
         shift[r] = x[0];
-        let [d, d2, g, gd] = row_bwd_lanes((x, dy, alpha), shift[r]);
         let tail = |v| row_blocks::<A, ROW_LANES_BWD>(v).1;
         let (bx, bdy, ba) = (tail(x), tail(dy), tail(alpha));
         let tail = || {
@@ -1277,6 +1294,140 @@ fn layer_norm_bwd_group<A: num_traits::Float>(
         *out = (s, out.1, sum_gx / n);
     }
     out
+}
+
+/// A row of the backward in the accumulation type: `x` and `dy`.
+type BwdRow<'a, A> = (&'a [A], &'a [A]);
+
+/// Writes a row's `dx` and adds its terms to `dalpha` and `dbeta`. With `next` (a row of the
+/// next group), returns that row's lane sums (see `row_bwd_lanes`) from the same loop: the
+/// loads of the next row overlap the stores of this one. The written slices are arguments of
+/// their own, so that the compiler knows they overlap nothing else and vectorizes the loop.
+#[inline(never)]
+fn row_bwd_dx<T: LayerNormDType>(
+    ((x, dy), alpha): (BwdRow<'_, T::Acc>, &[T::Acc]),
+    (s, mean_g, mean_gx): (LayerNormRowStats<T::Acc>, T::Acc, T::Acc),
+    next: Option<BwdRow<'_, T::Acc>>,
+    dx: &mut [std::mem::MaybeUninit<T>],
+    dalpha: &mut [T::Acc],
+    dbeta: &mut [T::Acc],
+) -> [[T::Acc; ROW_LANES_BWD]; 4] {
+    const L: usize = ROW_LANES_BWD;
+    let grad = |dx: &mut std::mem::MaybeUninit<T>, x, dy, a, da: &mut T::Acc, db: &mut T::Acc| {
+        let xhat = s.normalize(x);
+        dx.write(T::from_acc((dy * a - mean_g - xhat * mean_gx) * s.rstd));
+        *da = *da + dy * xhat;
+        *db = *db + dy;
+    };
+    let mut sum = [[<T::Acc as num_traits::Zero>::zero(); L]; 4];
+    let mut done = 0;
+    if let Some((nx, ndy)) = next {
+        let shift = nx[0];
+        let blocks = |v| row_blocks::<T::Acc, L>(v).0;
+        let rows = blocks(x).zip(blocks(dy)).zip(blocks(nx)).zip(blocks(ndy));
+        let params = dalpha.chunks_exact_mut(L).zip(dbeta.chunks_exact_mut(L));
+        let elems = rows
+            .zip(blocks(alpha))
+            .zip(dx.chunks_exact_mut(L))
+            .zip(params);
+        for ((((((x, dy), nx), ndy), a), dx), (da, db)) in elems {
+            for j in 0..L {
+                let (d, g) = (nx[j] - shift, ndy[j] * a[j]);
+                sum[0][j] = sum[0][j] + d;
+                sum[1][j] = sum[1][j] + d * d;
+                sum[2][j] = sum[2][j] + g;
+                sum[3][j] = sum[3][j] + g * d;
+                // `grad`, written out: through the closure this loop is not vectorized.
+                let xhat = s.normalize(x[j]);
+                dx[j].write(T::from_acc(
+                    (dy[j] * a[j] - mean_g - xhat * mean_gx) * s.rstd,
+                ));
+                da[j] = da[j] + dy[j] * xhat;
+                db[j] = db[j] + dy[j];
+            }
+        }
+        done = x.len() / L * L;
+    }
+    // The rest of this row (the next row's rest is added by `layer_norm_bwd_group`).
+    let elems = dx[done..]
+        .iter_mut()
+        .zip(&x[done..])
+        .zip(&dy[done..])
+        .zip(&alpha[done..]);
+    let params = dalpha[done..].iter_mut().zip(&mut dbeta[done..]);
+    for ((((dx, &x), &dy), &a), (da, db)) in elems.zip(params) {
+        grad(dx, x, dy, a, da, db);
+    }
+    sum
+}
+
+/// Rows of the backward's input: `x`, `dy` and the slots of `dx`.
+type BwdGroup<'a, T> = (&'a [T], &'a [T], &'a mut [std::mem::MaybeUninit<T>]);
+
+/// The backward of a task's rows (`xs`, `grad` and the slots of `dxs`: whole rows of
+/// `alpha.len()` elements), returns their sums of `dalpha` and `dbeta`. The rows are taken a
+/// group at a time, the loop that writes a group's `dx` also sums the next group's rows;
+/// `bufs` holds the rows of two groups when `T` is converted to its accumulation type.
+fn layer_norm_bwd_task<T: LayerNormDType>(
+    (xs, grad, dxs): BwdGroup<T>,
+    alpha: &[T::Acc],
+    (n, eps): (T::Acc, T::Acc),
+    bufs: &mut [Vec<T::Acc>; 4],
+) -> [Vec<T::Acc>; 2] {
+    let n_cols = alpha.len();
+    let zero = <T::Acc as num_traits::Zero>::zero();
+    let (mut dalpha, mut dbeta) = (vec![zero; n_cols], vec![zero; n_cols]);
+    let [b0, b1, b2, b3] = bufs;
+    let (mut bufs, mut next_bufs) = ((b0, b1), (b2, b3));
+    let group = row_group(n_cols) * n_cols;
+    let groups = xs
+        .chunks(group)
+        .zip(grad.chunks(group))
+        .zip(dxs.chunks_mut(group));
+    // The group whose dx is written next, with its rows' statistics.
+    let mut pending: Option<(BwdGroup<T>, _)> = None;
+    for next in groups.map(Some).chain([None]) {
+        let next = next.map(|((xs, dys), dxs)| {
+            T::acc_row(xs, next_bufs.0);
+            T::acc_row(dys, next_bufs.1);
+            (xs, dys, dxs)
+        });
+        let next_rows = next.as_ref().map(|(xs, dys, _)| {
+            let xs = T::acc_row_view(xs, next_bufs.0);
+            (xs, T::acc_row_view(dys, next_bufs.1))
+        });
+        let mut lanes = [[[zero; ROW_LANES_BWD]; 4]; ROW_GROUP];
+        let mut next_lanes = next_rows
+            .iter()
+            .flat_map(|(xs, dys)| xs.chunks(n_cols).zip(dys.chunks(n_cols)))
+            .zip(&mut lanes);
+        match pending.take() {
+            Some(((xs, dys, dxs), stats)) => {
+                let (xs, dys) = (T::acc_row_view(xs, bufs.0), T::acc_row_view(dys, bufs.1));
+                let rows = xs.chunks(n_cols).zip(dys.chunks(n_cols));
+                for ((row, dx), stats) in rows.zip(dxs.chunks_mut(n_cols)).zip(stats) {
+                    let next = next_lanes.next();
+                    let next_row = next.as_ref().map(|n| n.0);
+                    let sum =
+                        row_bwd_dx((row, alpha), stats, next_row, dx, &mut dalpha, &mut dbeta);
+                    if let Some((_, lanes)) = next {
+                        *lanes = sum;
+                    }
+                }
+            }
+            None => {
+                for ((x, dy), lanes) in next_lanes {
+                    *lanes = row_bwd_lanes((x, dy, alpha), x[0]);
+                }
+            }
+        }
+        if let (Some(next), Some(rows)) = (next, next_rows) {
+            let stats = layer_norm_bwd_group((rows.0, rows.1, alpha), &lanes, n, eps);
+            pending = Some((next, stats));
+            std::mem::swap(&mut bufs, &mut next_bufs);
+        }
+    }
+    [dalpha, dbeta]
 }
 
 /// `dst[i]`: the sum of `part[i]` over `parts`, added in order (the result does not depend on
@@ -1342,36 +1493,9 @@ fn layer_norm_cpu_bwd<T: LayerNormDType>(
         .par_chunks(rows_per_chunk * n_cols)
         .zip(grad.par_chunks(rows_per_chunk * n_cols))
         .zip(dxs.par_chunks_mut(rows_per_chunk * n_cols))
-        .map_init(
-            || (vec![], vec![]),
-            |(xbuf, dybuf), ((xs, grad), dxs)| {
-                let mut dalpha = vec![zero; n_cols];
-                let mut dbeta = vec![zero; n_cols];
-                let group = row_group(n_cols) * n_cols;
-                for ((xs, dys), dxs) in xs
-                    .chunks(group)
-                    .zip(grad.chunks(group))
-                    .zip(dxs.chunks_mut(group))
-                {
-                    let xs = T::acc_row(xs, xbuf);
-                    let dys = T::acc_row(dys, dybuf);
-                    let rows = layer_norm_bwd_group((xs, dys, &alpha), n, eps_acc);
-                    let grads = xs.chunks(n_cols).zip(dys.chunks(n_cols));
-                    let grads = grads.zip(dxs.chunks_mut(n_cols)).zip(rows);
-                    for (((x, dy), dx), (s, mean_g, mean_gx)) in grads {
-                        let elems = dx.iter_mut().zip(x).zip(dy).zip(&alpha);
-                        let elems = elems.zip(dalpha.iter_mut().zip(dbeta.iter_mut()));
-                        for ((((dx, &x), &dy), &a), (da, db)) in elems {
-                            let xhat = s.normalize(x);
-                            dx.write(T::from_acc((dy * a - mean_g - xhat * mean_gx) * s.rstd));
-                            *da = *da + dy * xhat;
-                            *db = *db + dy;
-                        }
-                    }
-                }
-                [dalpha, dbeta]
-            },
-        )
+        .map_init(Default::default, |bufs, ((xs, grad), dxs)| {
+            layer_norm_bwd_task((xs, grad, dxs), &alpha, (n, eps_acc), bufs)
+        })
         .collect();
     let (dalpha, dbeta) = dparams.split_at_mut(if alpha_grad { n_cols } else { 0 });
     let parts = |i: usize| partials.iter().map(|p| p[i].as_slice()).collect::<Vec<_>>();

@@ -790,6 +790,39 @@ fn layer_norm_outlier_first(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// 21 rows (not a multiple of the rows a kernel may take a pass at a time) at widths of several
+/// rows a pass on the cpu (17, 100) and of one (1000), every third row with an outlier first
+/// element (see `layer_norm_outlier_first`): nothing may carry over from a row or group of rows
+/// to the next one, and the last, shorter group must be complete.
+fn layer_norm_row_groups(dev: &Device) -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(48);
+    let rows = 21;
+    for n in [17, 100, 1000] {
+        let mut x = ln_rows(&mut rng, rows, n);
+        for row in x.chunks_mut(n).skip(1).step_by(3) {
+            row[0] = 1e3;
+        }
+        let (w, b) = ln_wb(&mut rng, n);
+        let dy = ln_rand(&mut rng, rows * n, -1., 1.);
+        for dtype in ln_dtypes(dev) {
+            let tol = ln_tol(dtype, n);
+            let (xt, x) = ln_tensor(&x, (rows, n), dtype, dev)?;
+            let (wt, w) = ln_tensor(&w, n, dtype, dev)?;
+            let (bt, b) = ln_tensor(&b, n, dtype, dev)?;
+            let (dyt, dy) = ln_tensor(&dy, (rows, n), dtype, dev)?;
+            let (y, dx, dw, db) = ln_fused_grads(&xt, Some(&wt), Some(&bt), &dyt)?;
+            let what = format!("{dtype:?} n={n}");
+            let y_ref = ln_ref(&x, Some(&w), Some(&b), n);
+            ln_check(&format!("y {what}"), &y, &y_ref, tol)?;
+            let (rdx, rdw, rdb) = ln_slow_grads(&x, Some(&w), Some(&b), &dy, n)?;
+            ln_check(&format!("dx {what}"), &dx, &rdx, tol)?;
+            ln_check(&format!("dw {what}"), &dw.unwrap(), &rdw, tol)?;
+            ln_check(&format!("db {what}"), &db.unwrap(), &rdb, tol)?;
+        }
+    }
+    Ok(())
+}
+
 /// Constant rows (variance 0, rstd = 1 / sqrt(eps) ~ 316): the output is the bias and the
 /// gradients are finite and match the reference (dx = rstd * (g - mean(g)), dw = 0, db = sum(dy)).
 /// Stock candle's one-pass variance can go negative here, giving NaN.
@@ -1022,6 +1055,12 @@ test_device!(
     ln_outlier_first_cpu,
     ln_outlier_first_gpu,
     ln_outlier_first_metal
+);
+test_device!(
+    layer_norm_row_groups,
+    ln_row_groups_cpu,
+    ln_row_groups_gpu,
+    ln_row_groups_metal
 );
 test_device!(
     layer_norm_constant_rows,
