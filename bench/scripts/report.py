@@ -8,7 +8,7 @@ writes OUT_PREFIX.md, OUT_PREFIX.csv (merged) and OUT_PREFIX.png
 import argparse
 import csv
 
-COPY_GBPS = 4174.0
+from ceiling import COPY_GBPS
 
 
 def load(path):

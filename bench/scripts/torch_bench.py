@@ -13,8 +13,9 @@ import time
 import torch
 import torch.nn.functional as F
 
+from ceiling import COPY_GBPS
+
 SHAPES = [(16384, 64), (16384, 256), (8192, 1024), (4096, 4096), (1024, 16384), (65536, 1024), (32768, 4096)]
-COPY_GBPS = 4174.0
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "f64": torch.float64}
 
 

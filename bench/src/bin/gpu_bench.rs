@@ -9,7 +9,7 @@ use anyhow::Result;
 use candle_core::{DType, Device, Tensor, Var};
 use clap::Parser;
 use ln_bench::timing::{iters_for, time_us};
-use ln_bench::{stock::stock_layer_norm, sweep_hidden, sweep_rows, H200_COPY_GBPS, SHAPES};
+use ln_bench::{h200_copy_gbps, stock::stock_layer_norm, sweep_hidden, sweep_rows, SHAPES};
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -123,7 +123,7 @@ fn main() -> Result<()> {
     for r in &out {
         let gbps = r.bytes as f64 / r.us / 1e3;
         let dt = r.dtype.as_str();
-        let frac = gbps / H200_COPY_GBPS;
+        let frac = gbps / h200_copy_gbps();
         let (imp, level, rows, cols, us) = (r.imp, r.level, r.rows, r.cols, r.us);
         writeln!(
             f,

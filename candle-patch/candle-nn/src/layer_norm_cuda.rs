@@ -190,8 +190,10 @@ fn parse_tiers(registry: &str, list: &str, dtype: DType) -> std::result::Result<
 }
 
 /// Past this many columns, 16-bit rows without vectors take the `big` kernel (see
-/// [`LaunchPlan::big_when_unaligned`]). H200, the forward: at 50257 and 65535 columns the `big`
-/// kernel takes half to three quarters of the widest tier's time, at 7777 1.8 times the tier's.
+/// [`LaunchPlan::big_when_unaligned`]). H200, 2026-12-02, the forward: at 50257 and 65535
+/// columns the `big` kernel takes half to three quarters of the widest tier's time; at 7777 it
+/// took 1.8 times the tier's (measured with the aligned pieces inside the kernel's one loop, the
+/// build before they got an instance of their own).
 const BIG_UNALIGNED_COLS: usize = 32768;
 
 /// The kernel for a row: a resident tier, or the `big` kernel that streams the row twice.
@@ -304,6 +306,7 @@ impl<'a> LaunchPlan<'a> {
     /// Blocks for `n_rows` rows: one per row group, capped at the number of blocks that can be
     /// resident at once when `persistent`. That number only depends on the kernel and the
     /// device, so a persistent grid is the same on every run.
+    ///
     /// The `big` kernel's grid is capped by [`big_grid`].
     fn grid(&self, dev: &CudaDevice, func: &CudaFunction, n_rows: usize) -> Result<usize> {
         let n_blocks = n_rows.div_ceil(self.rows_per_block).min(i32::MAX as usize);
