@@ -964,11 +964,12 @@ layer_norm_dtype!(
     converted_row_view
 );
 
-/// Lanes of the row sums: independent accumulator chains, four 4-wide vector registers per sum
-/// for f32 (an add waits ~3 cycles for the previous one), one in the backward, whose loop keeps
-/// four sums of the next row while it writes this row's gradients (more would not fit in the
-/// registers). The lanes are combined in a fixed order, so a sum only depends on the row length.
-const ROW_LANES: usize = 16;
+/// Lanes of the row sums: independent accumulator chains, two 4-wide vector registers per sum
+/// for f32 (an add waits ~3 cycles for the previous one) in the forward, one in the backward:
+/// their loops keep the sums of the next row while they write this row's output (more would not
+/// fit in the registers). The lanes are combined in a fixed order, so a sum only depends on the
+/// row length.
+const ROW_LANES: usize = 8;
 const ROW_LANES_BWD: usize = 4;
 
 /// A row's elements in blocks of `N`, and the elements past the last whole block.
@@ -1118,17 +1119,17 @@ impl<A: num_traits::Float> LayerNormRowStats<A> {
     }
 
     /// The statistics of each row of `rows` (at most `ROW_GROUP` rows of `n_cols` elements,
-    /// already in the accumulation type); entries past the last row are unused.
-    fn group(rows: &[A], n_cols: usize, eps: f32) -> [Self; ROW_GROUP] {
+    /// already in the accumulation type) from their lane sums (`lanes`, see `row_moment_lanes`,
+    /// shifted by each row's first element); entries past the last row are unused.
+    fn group(rows: &[A], lanes: &FwdGroupLanes<A>, n_cols: usize, eps: f32) -> [Self; ROW_GROUP] {
         use num_traits::NumCast;
         let zero = A::zero();
         let n: A = NumCast::from(n_cols).unwrap_or(zero);
         let eps: A = NumCast::from(eps).unwrap_or(zero);
         let (mut shift, mut sum_d, mut sum_d2) =
             ([zero; ROW_GROUP], [zero; ROW_GROUP], [zero; ROW_GROUP]);
-        for (r, row) in rows.chunks(n_cols).enumerate() {
+        for (r, (row, &[d, d2])) in rows.chunks(n_cols).zip(lanes).enumerate() {
             shift[r] = row[0];
-            let [d, d2] = row_moment_lanes(row, shift[r]);
             let tail = row_blocks::<A, ROW_LANES>(row)
                 .1
                 .iter()
@@ -1185,6 +1186,104 @@ impl<T> OutputBuffer<T> {
     }
 }
 
+/// The lane sums of `row_moment_lanes` for each row of a group.
+type FwdGroupLanes<A> = [[[A; ROW_LANES]; 2]; ROW_GROUP];
+
+/// Writes a row's `(x - mean) * rstd * alpha + beta`. With `next` (a row of the next group),
+/// returns that row's lane sums (see `row_moment_lanes`) from the same loop: the loads of the
+/// next row overlap the stores of this one.
+#[inline(never)]
+fn row_fwd_y<T: LayerNormDType>(
+    (x, (alpha, beta)): (&[T::Acc], (&[T::Acc], &[T::Acc])),
+    s: LayerNormRowStats<T::Acc>,
+    next: Option<&[T::Acc]>,
+    dst: &mut [std::mem::MaybeUninit<T>],
+) -> [[T::Acc; ROW_LANES]; 2] {
+    const L: usize = ROW_LANES;
+    let mut sum = [[<T::Acc as num_traits::Zero>::zero(); L]; 2];
+    let mut done = 0;
+    if let Some(nx) = next {
+        let shift = nx[0];
+        let blocks = |v| row_blocks::<T::Acc, L>(v).0;
+        let rows = blocks(x)
+            .zip(blocks(nx))
+            .zip(blocks(alpha))
+            .zip(blocks(beta));
+        for ((((x, nx), a), b), dst) in rows.zip(dst.chunks_exact_mut(L)) {
+            for j in 0..L {
+                let d = nx[j] - shift;
+                sum[0][j] = sum[0][j] + d;
+                sum[1][j] = sum[1][j] + d * d;
+                dst[j].write(T::from_acc(s.normalize(x[j]) * a[j] + b[j]));
+            }
+        }
+        done = x.len() / L * L;
+    }
+    // The rest of this row (the next row's rest is added by `LayerNormRowStats::group`).
+    let elems = dst[done..].iter_mut().zip(&x[done..]);
+    for ((dst, &x), (&a, &b)) in elems.zip(alpha[done..].iter().zip(&beta[done..])) {
+        dst.write(T::from_acc(s.normalize(x) * a + b));
+    }
+    sum
+}
+
+/// The forward of a task's rows (`xs` and the slots of `dst`, whole rows of `alpha.len()`
+/// elements). The rows are taken a group at a time, the loop that writes a group's output
+/// also sums the next group's rows; `bufs` holds the rows of two groups when `T` is converted
+/// to its accumulation type.
+fn layer_norm_fwd_task<T: LayerNormDType>(
+    (xs, dst): (&[T], &mut [std::mem::MaybeUninit<T>]),
+    affine: (&[T::Acc], &[T::Acc]),
+    eps: f32,
+    bufs: &mut [Vec<T::Acc>; 2],
+) {
+    let n_cols = affine.0.len();
+    let zero = <T::Acc as num_traits::Zero>::zero();
+    let [buf, next_buf] = bufs;
+    let (mut buf, mut next_buf) = (buf, next_buf);
+    let group = row_group(n_cols) * n_cols;
+    // The group whose output is written next, with its rows' statistics.
+    let mut pending: Option<((&[T], &mut [std::mem::MaybeUninit<T>]), _)> = None;
+    for next in xs
+        .chunks(group)
+        .zip(dst.chunks_mut(group))
+        .map(Some)
+        .chain([None])
+    {
+        let next = next.map(|(xs, dst)| {
+            T::acc_row(xs, next_buf);
+            (xs, dst)
+        });
+        let next_rows = next.as_ref().map(|(xs, _)| T::acc_row_view(xs, next_buf));
+        let mut lanes = [[[zero; ROW_LANES]; 2]; ROW_GROUP];
+        let mut next_lanes = next_rows
+            .iter()
+            .flat_map(|xs| xs.chunks(n_cols))
+            .zip(&mut lanes);
+        match pending.take() {
+            Some(((xs, dst), stats)) => {
+                let xs = T::acc_row_view(xs, buf);
+                for ((x, dst), s) in xs.chunks(n_cols).zip(dst.chunks_mut(n_cols)).zip(stats) {
+                    let next = next_lanes.next();
+                    let sum = row_fwd_y((x, affine), s, next.as_ref().map(|n| n.0), dst);
+                    if let Some((_, lanes)) = next {
+                        *lanes = sum;
+                    }
+                }
+            }
+            None => {
+                for (x, lanes) in next_lanes {
+                    *lanes = row_moment_lanes(x, x[0]);
+                }
+            }
+        }
+        if let (Some(next), Some(xs)) = (next, next_rows) {
+            pending = Some((next, LayerNormRowStats::group(xs, &lanes, n_cols, eps)));
+            std::mem::swap(&mut buf, &mut next_buf);
+        }
+    }
+}
+
 fn layer_norm_cpu_fwd<T: LayerNormDType>(
     xs: &[T],
     alpha: Option<&[T]>,
@@ -1195,43 +1294,19 @@ fn layer_norm_cpu_fwd<T: LayerNormDType>(
     if n_cols == 0 || xs.is_empty() {
         return vec![];
     }
-    let (alpha, beta) = (alpha.map(acc_vec), beta.map(acc_vec));
+    // Without alpha or beta, a row of ones or zeros keeps one loop for all cases.
+    let (one, zero) = (
+        <T::Acc as num_traits::One>::one(),
+        <T::Acc as num_traits::Zero>::zero(),
+    );
+    let alpha = alpha.map_or_else(|| vec![one; n_cols], acc_vec);
+    let beta = beta.map_or_else(|| vec![zero; n_cols], acc_vec);
     let mut dst = OutputBuffer::new(xs.len());
     let chunk = (ROW_TASK_ELEMS / n_cols).max(1) * n_cols;
     xs.par_chunks(chunk)
         .zip(dst.uninit().par_chunks_mut(chunk))
-        .for_each_init(Vec::new, |buf, (src, dst)| {
-            let group = row_group(n_cols) * n_cols;
-            for (src, dst) in src.chunks(group).zip(dst.chunks_mut(group)) {
-                let xs = T::acc_row(src, buf);
-                let stats = LayerNormRowStats::group(xs, n_cols, eps);
-                let rows = xs.chunks(n_cols).zip(dst.chunks_mut(n_cols));
-                for ((x, dst), s) in rows.zip(stats) {
-                    // One loop per case: no branch per element, so the loops vectorize.
-                    match (&alpha, &beta) {
-                        (Some(a), Some(b)) => {
-                            for (((d, &x), &a), &b) in dst.iter_mut().zip(x).zip(a).zip(b) {
-                                d.write(T::from_acc(s.normalize(x) * a + b));
-                            }
-                        }
-                        (Some(a), None) => {
-                            for ((d, &x), &a) in dst.iter_mut().zip(x).zip(a) {
-                                d.write(T::from_acc(s.normalize(x) * a));
-                            }
-                        }
-                        (None, Some(b)) => {
-                            for ((d, &x), &b) in dst.iter_mut().zip(x).zip(b) {
-                                d.write(T::from_acc(s.normalize(x) + b));
-                            }
-                        }
-                        (None, None) => {
-                            for (d, &x) in dst.iter_mut().zip(x) {
-                                d.write(T::from_acc(s.normalize(x)));
-                            }
-                        }
-                    }
-                }
-            }
+        .for_each_init(Default::default, |bufs, (src, dst)| {
+            layer_norm_fwd_task((src, dst), (&alpha, &beta), eps, bufs)
         });
     // Safety: the rows cover `xs`, every element of every row was written.
     unsafe { dst.assume_init() }
