@@ -1189,12 +1189,18 @@ impl<T> OutputBuffer<T> {
 /// The lane sums of `row_moment_lanes` for each row of a group.
 type FwdGroupLanes<A> = [[[A; ROW_LANES]; 2]; ROW_GROUP];
 
+/// `alpha` and `beta` in the accumulation type.
+type Affine<'a, A> = (&'a [A], &'a [A]);
+
+/// Rows of the forward's input and the slots of their output.
+type FwdRows<'a, T> = (&'a [T], &'a mut [std::mem::MaybeUninit<T>]);
+
 /// Writes a row's `(x - mean) * rstd * alpha + beta`. With `next` (a row of the next group),
 /// returns that row's lane sums (see `row_moment_lanes`) from the same loop: the loads of the
 /// next row overlap the stores of this one.
 #[inline(never)]
 fn row_fwd_y<T: LayerNormDType>(
-    (x, (alpha, beta)): (&[T::Acc], (&[T::Acc], &[T::Acc])),
+    (x, (alpha, beta)): (&[T::Acc], Affine<'_, T::Acc>),
     s: LayerNormRowStats<T::Acc>,
     next: Option<&[T::Acc]>,
     dst: &mut [std::mem::MaybeUninit<T>],
@@ -1232,8 +1238,8 @@ fn row_fwd_y<T: LayerNormDType>(
 /// also sums the next group's rows; `bufs` holds the rows of two groups when `T` is converted
 /// to its accumulation type.
 fn layer_norm_fwd_task<T: LayerNormDType>(
-    (xs, dst): (&[T], &mut [std::mem::MaybeUninit<T>]),
-    affine: (&[T::Acc], &[T::Acc]),
+    (xs, dst): FwdRows<T>,
+    affine: Affine<'_, T::Acc>,
     eps: f32,
     bufs: &mut [Vec<T::Acc>; 2],
 ) {
@@ -1243,7 +1249,7 @@ fn layer_norm_fwd_task<T: LayerNormDType>(
     let (mut buf, mut next_buf) = (buf, next_buf);
     let group = row_group(n_cols) * n_cols;
     // The group whose output is written next, with its rows' statistics.
-    let mut pending: Option<((&[T], &mut [std::mem::MaybeUninit<T>]), _)> = None;
+    let mut pending: Option<(FwdRows<T>, _)> = None;
     for next in xs
         .chunks(group)
         .zip(dst.chunks_mut(group))
