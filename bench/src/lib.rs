@@ -44,6 +44,14 @@ pub fn h200_copy_gbps() -> f64 {
 
 #[cfg(test)]
 mod tests {
+    /// `bench/device.toml` parses: a positive, finite speed (the Python scripts read the same
+    /// line).
+    #[test]
+    fn copy_speed_from_device_toml() {
+        let gbps = super::h200_copy_gbps();
+        assert!(gbps.is_finite() && gbps > 0.0, "{gbps}");
+    }
+
     #[test]
     fn sweep_points() {
         let h = super::sweep_hidden();

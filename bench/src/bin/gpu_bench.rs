@@ -120,10 +120,11 @@ fn main() -> Result<()> {
     print_table(&out);
     let mut f = std::fs::File::create(&args.csv)?;
     writeln!(f, "impl,level,dtype,rows,cols,us,gbps,frac_copy")?;
+    let copy_gbps = h200_copy_gbps();
     for r in &out {
         let gbps = r.bytes as f64 / r.us / 1e3;
         let dt = r.dtype.as_str();
-        let frac = gbps / h200_copy_gbps();
+        let frac = gbps / copy_gbps;
         let (imp, level, rows, cols, us) = (r.imp, r.level, r.rows, r.cols, r.us);
         writeln!(
             f,
