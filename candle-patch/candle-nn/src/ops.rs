@@ -964,12 +964,11 @@ layer_norm_dtype!(
     converted_row_view
 );
 
-/// Lanes of the row sums: independent accumulator chains, two 4-wide vector registers per sum
-/// for f32 (an add waits ~3 cycles for the previous one) in the forward, one in the backward:
-/// their loops keep the sums of the next row while they write this row's output (more would not
-/// fit in the registers). The lanes are combined in a fixed order, so a sum only depends on the
-/// row length.
-const ROW_LANES: usize = 8;
+/// Lanes of the row sums: independent accumulator chains, four 4-wide vector registers per sum
+/// for f32 (an add waits ~3 cycles for the previous one), one in the backward, whose loop keeps
+/// four sums of the next row while it writes this row's gradients (more would not fit in the
+/// registers). The lanes are combined in a fixed order, so a sum only depends on the row length.
+const ROW_LANES: usize = 16;
 const ROW_LANES_BWD: usize = 4;
 
 /// A row's elements in blocks of `N`, and the elements past the last whole block.
@@ -1000,10 +999,10 @@ fn fold_lanes<A: num_traits::Float, const N: usize>(
 /// like the other lane functions: inside the caller the vectorizer shapes the lanes after their
 /// final reduction (2-wide and scalar code); on their own they fill vector registers.
 #[inline(never)]
-fn row_moment_lanes<A: num_traits::Float>(x: &[A], shift: A) -> [[A; ROW_LANES]; 2] {
-    let mut sum = [[A::zero(); ROW_LANES]; 2];
-    for x in row_blocks::<A, ROW_LANES>(x).0 {
-        for j in 0..ROW_LANES {
+fn row_moment_lanes<A: num_traits::Float, const L: usize>(x: &[A], shift: A) -> [[A; L]; 2] {
+    let mut sum = [[A::zero(); L]; 2];
+    for x in row_blocks::<A, L>(x).0 {
+        for j in 0..L {
             let d = x[j] - shift;
             sum[0][j] = sum[0][j] + d;
             sum[1][j] = sum[1][j] + d * d;
@@ -1121,7 +1120,12 @@ impl<A: num_traits::Float> LayerNormRowStats<A> {
     /// The statistics of each row of `rows` (at most `ROW_GROUP` rows of `n_cols` elements,
     /// already in the accumulation type) from their lane sums (`lanes`, see `row_moment_lanes`,
     /// shifted by each row's first element); entries past the last row are unused.
-    fn group(rows: &[A], lanes: &FwdGroupLanes<A>, n_cols: usize, eps: f32) -> [Self; ROW_GROUP] {
+    fn group<const L: usize>(
+        rows: &[A],
+        lanes: &FwdGroupLanes<A, L>,
+        n_cols: usize,
+        eps: f32,
+    ) -> [Self; ROW_GROUP] {
         use num_traits::NumCast;
         let zero = A::zero();
         let n: A = NumCast::from(n_cols).unwrap_or(zero);
@@ -1130,10 +1134,7 @@ impl<A: num_traits::Float> LayerNormRowStats<A> {
             ([zero; ROW_GROUP], [zero; ROW_GROUP], [zero; ROW_GROUP]);
         for (r, (row, &[d, d2])) in rows.chunks(n_cols).zip(lanes).enumerate() {
             shift[r] = row[0];
-            let tail = row_blocks::<A, ROW_LANES>(row)
-                .1
-                .iter()
-                .map(|&x| x - shift[r]);
+            let tail = row_blocks::<A, L>(row).1.iter().map(|&x| x - shift[r]);
             sum_d[r] = fold_lanes(d, tail.clone());
             sum_d2[r] = fold_lanes(d2, tail.map(|d| d * d));
         }
@@ -1187,7 +1188,7 @@ impl<T> OutputBuffer<T> {
 }
 
 /// The lane sums of `row_moment_lanes` for each row of a group.
-type FwdGroupLanes<A> = [[[A; ROW_LANES]; 2]; ROW_GROUP];
+type FwdGroupLanes<A, const L: usize> = [[[A; L]; 2]; ROW_GROUP];
 
 /// `alpha` and `beta` in the accumulation type.
 type Affine<'a, A> = (&'a [A], &'a [A]);
@@ -1199,13 +1200,12 @@ type FwdRows<'a, T> = (&'a [T], &'a mut [std::mem::MaybeUninit<T>]);
 /// returns that row's lane sums (see `row_moment_lanes`) from the same loop: the loads of the
 /// next row overlap the stores of this one.
 #[inline(never)]
-fn row_fwd_y<T: LayerNormDType>(
+fn row_fwd_y<T: LayerNormDType, const L: usize>(
     (x, (alpha, beta)): (&[T::Acc], Affine<'_, T::Acc>),
     s: LayerNormRowStats<T::Acc>,
     next: Option<&[T::Acc]>,
     dst: &mut [std::mem::MaybeUninit<T>],
-) -> [[T::Acc; ROW_LANES]; 2] {
-    const L: usize = ROW_LANES;
+) -> [[T::Acc; L]; 2] {
     let mut sum = [[<T::Acc as num_traits::Zero>::zero(); L]; 2];
     let mut done = 0;
     if let Some(nx) = next {
@@ -1237,7 +1237,7 @@ fn row_fwd_y<T: LayerNormDType>(
 /// elements). The rows are taken a group at a time, the loop that writes a group's output
 /// also sums the next group's rows; `bufs` holds the rows of two groups when `T` is converted
 /// to its accumulation type.
-fn layer_norm_fwd_task<T: LayerNormDType>(
+fn layer_norm_fwd_task<T: LayerNormDType, const L: usize>(
     (xs, dst): FwdRows<T>,
     affine: Affine<'_, T::Acc>,
     eps: f32,
@@ -1261,7 +1261,7 @@ fn layer_norm_fwd_task<T: LayerNormDType>(
             (xs, dst)
         });
         let next_rows = next.as_ref().map(|(xs, _)| T::acc_row_view(xs, next_buf));
-        let mut lanes = [[[zero; ROW_LANES]; 2]; ROW_GROUP];
+        let mut lanes = [[[zero; L]; 2]; ROW_GROUP];
         let mut next_lanes = next_rows
             .iter()
             .flat_map(|xs| xs.chunks(n_cols))
@@ -1312,7 +1312,14 @@ fn layer_norm_cpu_fwd<T: LayerNormDType>(
     xs.par_chunks(chunk)
         .zip(dst.uninit().par_chunks_mut(chunk))
         .for_each_init(Default::default, |bufs, (src, dst)| {
-            layer_norm_fwd_task((src, dst), (&alpha, &beta), eps, bufs)
+            let affine = (alpha.as_slice(), beta.as_slice());
+            // The loop keeps the next row's sums while it writes this row's output: for f64
+            // (two per vector register) half the lanes, more would not fit in the registers.
+            if std::mem::size_of::<T::Acc>() == 8 {
+                layer_norm_fwd_task::<T, { ROW_LANES / 2 }>((src, dst), affine, eps, bufs)
+            } else {
+                layer_norm_fwd_task::<T, ROW_LANES>((src, dst), affine, eps, bufs)
+            }
         });
     // Safety: the rows cover `xs`, every element of every row was written.
     unsafe { dst.assume_init() }
