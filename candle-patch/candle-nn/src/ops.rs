@@ -967,7 +967,8 @@ layer_norm_dtype!(
 /// Lanes of the row sums: independent accumulator chains, four 4-wide vector registers per sum
 /// for f32 (an add waits ~3 cycles for the previous one), one in the backward, whose loop keeps
 /// four sums of the next row while it writes this row's gradients (more would not fit in the
-/// registers). The lanes are combined in a fixed order, so a sum only depends on the row length.
+/// registers; 16-bit rows take two, their loop is only vectorized with as many). The lanes are
+/// combined in a fixed order, so a sum only depends on the row length.
 const ROW_LANES: usize = 16;
 const ROW_LANES_BWD: usize = 4;
 
@@ -1027,14 +1028,14 @@ fn row_var_lanes<A: num_traits::Float>(x: &[A], shift: A, mean: A) -> [A; ROW_LA
 /// Per-lane sums of `d`, `d * d`, `g` and `g * d` with `d = x - shift`, `g = dy * alpha`, over
 /// the whole blocks of a row: the backward's statistics and its two row sums in one pass.
 #[inline(never)]
-fn row_bwd_lanes<A: num_traits::Float>(
+fn row_bwd_lanes<A: num_traits::Float, const L: usize>(
     (x, dy, alpha): (&[A], &[A], &[A]),
     shift: A,
-) -> [[A; ROW_LANES_BWD]; 4] {
-    let mut sum = [[A::zero(); ROW_LANES_BWD]; 4];
-    let blocks = |v| row_blocks::<A, ROW_LANES_BWD>(v).0;
+) -> [[A; L]; 4] {
+    let mut sum = [[A::zero(); L]; 4];
+    let blocks = |v| row_blocks::<A, L>(v).0;
     for ((x, dy), a) in blocks(x).zip(blocks(dy)).zip(blocks(alpha)) {
-        for j in 0..ROW_LANES_BWD {
+        for j in 0..L {
             let (d, g) = (x[j] - shift, dy[j] * a[j]);
             sum[0][j] = sum[0][j] + d;
             sum[1][j] = sum[1][j] + d * d;
@@ -1326,15 +1327,15 @@ fn layer_norm_cpu_fwd<T: LayerNormDType>(
 }
 
 /// The lane sums of `row_bwd_lanes` for each row of a group.
-type BwdGroupLanes<A> = [[[A; ROW_LANES_BWD]; 4]; ROW_GROUP];
+type BwdGroupLanes<A, const L: usize> = [[[A; L]; 4]; ROW_GROUP];
 
 /// The statistics of each row of a group (at most `ROW_GROUP` rows of `alpha.len()` elements)
 /// and `mean(g)`, `mean(g * xhat)` with `g = dy * alpha`, from the rows' lane sums (`lanes`, see
 /// `row_bwd_lanes`, shifted by each row's first element): one pass over a row whose first
 /// element is close enough to the mean, else (see `LayerNormRowStats::group_moments`) two more.
-fn layer_norm_bwd_group<A: num_traits::Float>(
+fn layer_norm_bwd_group<A: num_traits::Float, const L: usize>(
     (xs, dys, alpha): (&[A], &[A], &[A]),
-    lanes: &BwdGroupLanes<A>,
+    lanes: &BwdGroupLanes<A, L>,
     n: A,
     eps: A,
 ) -> [(LayerNormRowStats<A>, A, A); ROW_GROUP] {
@@ -1344,7 +1345,7 @@ fn layer_norm_bwd_group<A: num_traits::Float>(
     let rows = || xs.chunks(n_cols).zip(dys.chunks(n_cols));
     for (r, ((x, dy), &[d, d2, g, gd])) in rows().zip(lanes).enumerate() {
         shift[r] = x[0];
-        let tail = |v| row_blocks::<A, ROW_LANES_BWD>(v).1;
+        let tail = |v| row_blocks::<A, L>(v).1;
         let (bx, bdy, ba) = (tail(x), tail(dy), tail(alpha));
         let tail = || {
             bx.iter()
@@ -1392,15 +1393,14 @@ type BwdRow<'a, A> = (&'a [A], &'a [A]);
 /// loads of the next row overlap the stores of this one. The written slices are arguments of
 /// their own, so that the compiler knows they overlap nothing else and vectorizes the loop.
 #[inline(never)]
-fn row_bwd_dx<T: LayerNormDType>(
+fn row_bwd_dx<T: LayerNormDType, const L: usize>(
     ((x, dy), alpha): (BwdRow<'_, T::Acc>, &[T::Acc]),
     (s, mean_g, mean_gx): (LayerNormRowStats<T::Acc>, T::Acc, T::Acc),
     next: Option<BwdRow<'_, T::Acc>>,
     dx: &mut [std::mem::MaybeUninit<T>],
     dalpha: &mut [T::Acc],
     dbeta: &mut [T::Acc],
-) -> [[T::Acc; ROW_LANES_BWD]; 4] {
-    const L: usize = ROW_LANES_BWD;
+) -> [[T::Acc; L]; 4] {
     let grad = |dx: &mut std::mem::MaybeUninit<T>, x, dy, a, da: &mut T::Acc, db: &mut T::Acc| {
         let xhat = s.normalize(x);
         dx.write(T::from_acc((dy * a - mean_g - xhat * mean_gx) * s.rstd));
@@ -1456,7 +1456,7 @@ type BwdGroup<'a, T> = (&'a [T], &'a [T], &'a mut [std::mem::MaybeUninit<T>]);
 /// `alpha.len()` elements), returns their sums of `dalpha` and `dbeta`. The rows are taken a
 /// group at a time, the loop that writes a group's `dx` also sums the next group's rows;
 /// `bufs` holds the rows of two groups when `T` is converted to its accumulation type.
-fn layer_norm_bwd_task<T: LayerNormDType>(
+fn layer_norm_bwd_task<T: LayerNormDType, const L: usize>(
     (xs, grad, dxs): BwdGroup<T>,
     alpha: &[T::Acc],
     (n, eps): (T::Acc, T::Acc),
@@ -1484,7 +1484,7 @@ fn layer_norm_bwd_task<T: LayerNormDType>(
             let xs = T::acc_row_view(xs, next_bufs.0);
             (xs, T::acc_row_view(dys, next_bufs.1))
         });
-        let mut lanes = [[[zero; ROW_LANES_BWD]; 4]; ROW_GROUP];
+        let mut lanes = [[[zero; L]; 4]; ROW_GROUP];
         let mut next_lanes = next_rows
             .iter()
             .flat_map(|(xs, dys)| xs.chunks(n_cols).zip(dys.chunks(n_cols)))
@@ -1582,7 +1582,12 @@ fn layer_norm_cpu_bwd<T: LayerNormDType>(
         .zip(grad.par_chunks(rows_per_chunk * n_cols))
         .zip(dxs.par_chunks_mut(rows_per_chunk * n_cols))
         .map_init(Default::default, |bufs, ((xs, grad), dxs)| {
-            layer_norm_bwd_task((xs, grad, dxs), &alpha, (n, eps_acc), bufs)
+            let (rows, stats) = ((xs, grad, dxs), (n, eps_acc));
+            if std::mem::size_of::<T>() == 2 {
+                layer_norm_bwd_task::<T, { 2 * ROW_LANES_BWD }>(rows, &alpha, stats, bufs)
+            } else {
+                layer_norm_bwd_task::<T, ROW_LANES_BWD>(rows, &alpha, stats, bufs)
+            }
         })
         .collect();
     let (dalpha, dbeta) = dparams.split_at_mut(if alpha_grad { n_cols } else { 0 });
