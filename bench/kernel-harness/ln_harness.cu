@@ -81,6 +81,15 @@ template <typename T> struct KT;
                                   LAYER_NORM_BWD_SWEEP_TIERS(KB_##S)};                             \
       return t[i];                                                                                 \
     }                                                                                              \
+    /* The `words` instance of a shipped 16-bit tier (layer_norm.cu), or NULL. */                  \
+    static Bwd bwd_words(const char *tag) {                                                        \
+      static const struct { const char *tag; Bwd f; } t[] = {                                      \
+          LAYER_NORM_BWD_TIERS(KW_##S, KW_##S, TIER_NONE){nullptr, nullptr}};                     \
+      for (int i = 0; t[i].tag; ++i)                                                               \
+        if (!strcmp(t[i].tag, tag))                                                                \
+          return t[i].f;                                                                           \
+      return nullptr;                                                                              \
+    }                                                                                              \
     static Red red() { return layernorm_bwd_reduce_##S; }                                          \
     static SplitStats split_stats() { return layernorm_bwd_split_stats_##S; }                      \
     static SplitDx split_dx() { return layernorm_bwd_split_dx_##S; }                               \
@@ -93,6 +102,10 @@ template <typename T> struct KT;
 #define KB_f16(tag, l, v, sm, pf, minb) layernorm_bwd_##tag##_f16,
 #define KF_bf16(tag, l, v, sm, pf, minb) layernorm_fwd_##tag##_bf16,
 #define KB_bf16(tag, l, v, sm, pf, minb) layernorm_bwd_##tag##_bf16,
+#define KW_f32(tag, l, v, sm, pf, minb)
+#define KW_f64(tag, l, v, sm, pf, minb)
+#define KW_f16(tag, l, v, sm, pf, minb) {#tag, layernorm_bwd_##tag##_words_f16},
+#define KW_bf16(tag, l, v, sm, pf, minb) {#tag, layernorm_bwd_##tag##_words_bf16},
 KTABLE(float, float, f32)
 KTABLE(double, double, f64)
 KTABLE(__half, float, f16)
@@ -212,6 +225,10 @@ template <typename T> struct Problem {
   DBuf<ACC> dwp, dbp, stats;
   int fwd_tier, bwd_tier, fwd_grid, bwd_grid;
   size_t bwd_smem;
+  // The backward runs the tier's `words` instance: 16-bit rows that fit no 8-byte vector, as
+  // layer_norm_cuda.rs (LaunchPlan::words_when_unaligned), forced tiers included when they have one.
+  // LN_NO_WORDS=1 keeps the element-by-element tiers (to time one against the other).
+  bool words = false;
 
   // fwd_t / bwd_t >= 0 force a kernel (index into ALL_FWD / ALL_BWD, N = big)
   // instead of the table's choice; the launch rules are otherwise the same.
@@ -255,6 +272,8 @@ template <typename T> struct Problem {
     CK(cudaMemcpy(db_.p, b.data(), c * sizeof(T), cudaMemcpyHostToDevice));
     fwd_tier = fwd_t >= 0 ? fwd_t : pick_tier<T>(c, false);
     bwd_tier = bwd_t >= 0 ? bwd_t : pick_tier<T>(c, true);
+    words = sizeof(T) == 2 && c % 4 != 0 && bwd_tier < N_ALL_BWD && KT<T>::bwd_words(ALL_BWD[bwd_tier].tag) &&
+            !getenv("LN_NO_WORDS");
     const int bth = tier_threads(ALL_BWD, bwd_tier, N_ALL_BWD);
     // Forward: one block per row group, uncapped except for prefetch tiers (layer_norm_cuda.rs).
     const int64_t frpb = tier_rpb(ALL_FWD, fwd_tier, N_ALL_FWD);
@@ -266,7 +285,7 @@ template <typename T> struct Problem {
     // Opt in whenever there is dynamic shared memory: past 48 KiB counts the kernel's static
     // shared memory too (as layer_norm_cuda.rs, LaunchPlan::prepare).
     if (bwd_smem > 0)
-      CK(cudaFuncSetAttribute(KT<T>::bwd(bwd_tier), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bwd_smem));
+      CK(cudaFuncSetAttribute(bwd_fn(), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bwd_smem));
     if (bwd_tier == N_ALL_BWD) {
       // Split: the grid is the dx kernel's parts (gridDim.y), as many blocks as are resident
       // over the column blocks (layer_norm_cuda.rs, bwd_split).
@@ -279,11 +298,14 @@ template <typename T> struct Problem {
       const int64_t brpb = tier_rpb(ALL_BWD, bwd_tier, N_ALL_BWD);
       const int64_t bneed = std::max<int64_t>(1, (r + brpb - 1) / brpb);
       bwd_grid = (int)std::min<int64_t>(
-          bneed, (int64_t)g_sms * std::max(1, occupancy(KT<T>::bwd(bwd_tier), bth, bwd_smem)));
+          bneed, (int64_t)g_sms * std::max(1, occupancy(bwd_fn(), bth, bwd_smem)));
     }
     // Room for the explicit small/large grids of the tests too.
     dwp.alloc((size_t)std::max(bwd_grid, 64) * c, 0);
     dbp.alloc((size_t)std::max(bwd_grid, 64) * c, 0);
+  }
+  typename KT<T>::Bwd bwd_fn() const {
+    return words ? KT<T>::bwd_words(ALL_BWD[bwd_tier].tag) : KT<T>::bwd(bwd_tier);
   }
   int fwd_threads() const { return tier_threads(ALL_FWD, fwd_tier, N_ALL_FWD); }
   int bwd_threads() const { return tier_threads(ALL_BWD, bwd_tier, N_ALL_BWD); }
@@ -313,7 +335,7 @@ template <typename T> struct Problem {
       CK(cudaGetLastError());
       return;
     }
-    KT<T>::bwd(bwd_tier)<<<grid, bwd_threads(), bwd_smem>>>(
+    bwd_fn()<<<grid, bwd_threads(), bwd_smem>>>(
         dx_.p, ddy.p, has_w ? dw_.p : nullptr, ddx.p, want_dw ? dwp.p : nullptr, want_db ? dbp.p : nullptr,
         nrows, ncols, eps);
     CK(cudaGetLastError());
@@ -419,10 +441,10 @@ static double check(Problem<T> &P, const char *label, int fgrid = 0, int bgrid =
   const double tb = bwd_tol > 0 ? bwd_tol : t;
   char buf[512];
   snprintf(buf, sizeof buf,
-           "%s %s rows=%lld cols=%lld w=%d b=%d off=%d tiers=%s/%s grids=%d/%d tol=%.1e | y=%.2e (abs %.2e) dx=%.2e "
+           "%s %s rows=%lld cols=%lld w=%d b=%d off=%d tiers=%s/%s%s grids=%d/%d tol=%.1e | y=%.2e (abs %.2e) dx=%.2e "
            "dw=%.2e db=%.2e",
            KT<T>::name(), label, (long long)R, (long long)C, P.has_w, P.has_b, P.off, P.fwd_name(), P.bwd_name(),
-           fgrid ? fgrid : P.fwd_grid, bgrid ? bgrid : P.bwd_grid, t, ey.norm(), ey.maxdiff, edx.norm(), edw.norm(),
+           P.words ? "-words" : "", fgrid ? fgrid : P.fwd_grid, bgrid ? bgrid : P.bwd_grid, t, ey.norm(), ey.maxdiff, edx.norm(), edw.norm(),
            edb.norm());
   bool ok = ey.norm() <= t && edx.norm() <= tb && edw.norm() <= tb && edb.norm() <= tb;
   if (ytol_abs > 0)
@@ -596,10 +618,10 @@ template <typename T> static void bench(int64_t R, int64_t C, bool sweep) {
   const double tf = time_us([&] { P.fwd(); });
   const double tb = time_us([&] { P.bwd_main(); });
   const double tbr = time_us([&] { P.bwd(); });
-  printf("bench %-4s %6lldx%-6lld fwd %-8s grid %6d %8.1f us %7.0f GB/s | bwd %-8s grid %5d %8.1f us %7.0f GB/s"
+  printf("bench %-4s %6lldx%-6lld fwd %-8s grid %6d %8.1f us %7.0f GB/s | bwd %-8s%s grid %5d %8.1f us %7.0f GB/s"
          " | bwd+reduce %8.1f us %7.0f GB/s\n",
          KT<T>::name(), (long long)R, (long long)C, P.fwd_name(), P.fwd_grid, tf, fbytes / (tf * 1e-6) / 1e9,
-         P.bwd_name(), P.bwd_grid, tb, bbytes / (tb * 1e-6) / 1e9, tbr, bbytes / (tbr * 1e-6) / 1e9);
+         P.bwd_name(), P.words ? "-words" : "", P.bwd_grid, tb, bbytes / (tb * 1e-6) / 1e9, tbr, bbytes / (tbr * 1e-6) / 1e9);
   if (!sweep)
     return;
   const int64_t V = 16 / sizeof(T), nvec = (C + V - 1) / V;

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""PyTorch's CPU layer norm (f32) beside `cargo bench -p ln-bench --bench cpu`: the same shapes,
+"""PyTorch's CPU layer norm beside `cargo bench -p ln-bench --bench cpu`: the same shapes,
 the same thread count (torch.set_num_threads, default 2 = this machine's cores). fwd =
 F.layer_norm; bwd = aten.native_layer_norm_backward alone (dx, dw, db, no autograd engine);
 fwd_bwd = F.layer_norm then autograd.grad of sum(y * dy) for x, w, b (the algebra of candle's
-`(y * dy).backward()`). Median over `--reps` batches, microseconds.
+`(y * dy).backward()`). Median over `--reps` batches, microseconds. `--dtypes f32,bf16,f16,f64`
+as the bench's `LN_CPU_DTYPES` (f32 by default).
 
 With --criterion DIR (target/criterion), prints candle's criterion medians beside PyTorch's.
 """
@@ -33,6 +34,9 @@ def time_us(f, reps, min_s=0.2):
     return sorted(out)[len(out) // 2]
 
 
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "f64": torch.float64}
+
+
 def criterion_us(folder, bench, shape):
     path = os.path.join(folder, "layer_norm_cpu", bench, shape, "new", "estimates.json")
     try:
@@ -46,16 +50,18 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=11)
     ap.add_argument("--criterion", help="target/criterion of a `cargo bench --bench cpu` run")
+    ap.add_argument("--dtypes", default="f32", help="comma separated: " + ",".join(DTYPES))
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads, f32, median us")
+    print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads, median us")
     print("| shape | level | candle | torch | torch/candle |")
     print("|---|---|---:|---:|---:|")
-    for rows, cols in SHAPES:
-        x = torch.randn(rows, cols)
-        w, b = 1 + 0.1 * torch.randn(cols), 0.1 * torch.randn(cols)
-        dy = torch.randn(rows, cols)
+    for name, rows, cols in [(d, r, c) for d in a.dtypes.split(",") for r, c in SHAPES]:
+        dt = DTYPES[name]
+        x = torch.randn(rows, cols).to(dt)
+        w, b = (1 + 0.1 * torch.randn(cols)).to(dt), (0.1 * torch.randn(cols)).to(dt)
+        dy = torch.randn(rows, cols).to(dt)
         with torch.no_grad():
             fwd = time_us(lambda: F.layer_norm(x, (cols,), w, b, 1e-5), a.reps)
             _, mean, rstd = torch.ops.aten.native_layer_norm(x, [cols], w, b, 1e-5)
@@ -68,7 +74,7 @@ def main():
             torch.autograd.grad((y * dy).sum(), (xg, wg, bg))
 
         fwd_bwd = time_us(step, a.reps)
-        shape = f"{rows}x{cols}"
+        shape = f"{rows}x{cols}" if name == "f32" else f"{rows}x{cols}-{name}"
         for level, us, bench in [("fwd", fwd, "fused_fwd"), ("bwd", bwd, "fused_bwd"), ("fwd_bwd", fwd_bwd, "fused_fwd_bwd")]:
             c = criterion_us(a.criterion, bench, shape) if a.criterion else float("nan")
             print(f"| {shape} | {level} | {c:.1f} | {us:.1f} | {us / c:.2f} |")

@@ -52,11 +52,21 @@ def copy_gbps(nbytes, reps):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--candle-csv", required=True, help="gpu_bench --sweep --csv output")
-    ap.add_argument("--csv", required=True, help="combined output CSV")
+    ap.add_argument("--candle-csv", help="gpu_bench --sweep --csv output")
+    ap.add_argument("--csv", required=True, help="combined output CSV (read with --summary-only)")
     ap.add_argument("--plot", help="PNG: GB/s against hidden size")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--summary-only", action="store_true",
+                    help="no timing: print the summary (and the plot) of an earlier run's --csv")
     a = ap.parse_args()
+    if a.summary_only:
+        with open(a.csv, newline="") as f:
+            out = [{k: (v if k == "dtype" or k == "level" else float(v) if "." in v else int(v))
+                    for k, v in r.items()} for r in csv.DictReader(f)]
+        report(out, a.plot)
+        return
+    if not a.candle_csv:
+        sys.exit("error: --candle-csv is needed unless --summary-only")
     if not torch.cuda.is_available():
         sys.exit("error: sweep_torch.py needs a CUDA device")
     ours = {}
@@ -85,7 +95,11 @@ def main():
         wr.writeheader()
         for r in out:
             wr.writerow({k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items()})
+    report(out, a.plot)
 
+
+def report(out, plot):
+    """The summary per dtype and direction, the points below PyTorch, and the plot to `plot`."""
     print(f"{'dtype':<5} {'dir':<4} {'points':>6} {'min ratio':>10} {'median ratio':>12} "
           f"{'ours % copy (median)':>21} {'PyTorch % copy':>15} {'ours % same-bytes copy':>23} "
           f"{'PyTorch':>8}  worst points (hidden: ratio, ours % copy)")
@@ -108,7 +122,7 @@ def main():
         print(f"  {r['dtype']} {r['level']} {r['rows']}x{r['cols']}: ours {r['ours_us']:.1f} us, "
               f"PyTorch {r['torch_us']:.1f} us ({r['ratio']:.2f}x)")
 
-    if a.plot:
+    if plot:
         import matplotlib
 
         matplotlib.use("Agg")
@@ -131,7 +145,7 @@ def main():
                 ax.set_ylabel("GB/s")
                 ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(a.plot, dpi=110)
+        fig.savefig(plot, dpi=110)
 
 
 if __name__ == "__main__":

@@ -15,12 +15,14 @@ pub const SHAPES: [(usize, usize); 7] = [
 ];
 
 /// Hidden sizes of the fine sweep (`gpu_bench --sweep`): the powers of two from 64 to 65536,
-/// the sizes halfway between them (1.5x), and sizes of no special form.
+/// the sizes halfway between them (1.5x), and sizes of no special form, odd ones among them
+/// (rows that start at every offset of a 16-byte word) across the tiers.
 pub fn sweep_hidden() -> Vec<usize> {
     let mut v: Vec<usize> = (6..=16).map(|k| 1 << k).collect();
     v.extend((6..16).map(|k| 3 << (k - 1)));
     v.extend([
-        97, 333, 1000, 2500, 3000, 5000, 7777, 10000, 20000, 40000, 50000, 65535,
+        97, 201, 333, 1000, 1001, 2500, 3000, 3001, 5000, 7777, 10000, 15001, 20000, 30001, 40000,
+        50000, 65535,
     ]);
     v.sort_unstable();
     v

@@ -73,13 +73,18 @@
     layer_norm::fwd_resident<T, L, VV, PF>(x, y, w, b, nrows, ncols, eps);                         \
   }
 
-#define LN_BWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
+// The backward of a tier, named NAME; RMS: the RMS norm; WORDS: the instance
+// for 16-bit rows without vectors (see bwd_resident).
+#define NORM_BWD_KERNEL(NAME, RMS, WORDS, T, ACC, L, VV, SM, PF, MINB)                             \
   extern "C" __global__ void __launch_bounds__((L) < 128 ? 128 : (L), MINB)                        \
-      layernorm_bwd_##TAG##_##S(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part,          \
-                                ACC *db_part, const int64_t nrows, const int64_t ncols,            \
-                                const float eps) {                                                 \
-    layer_norm::bwd_resident<T, L, VV, SM, PF>(x, dy, w, dx, dw_part, db_part, nrows, ncols, eps); \
+      NAME(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part, ACC *db_part,                 \
+           const int64_t nrows, const int64_t ncols, const float eps) {                            \
+    layer_norm::bwd_resident<T, L, VV, SM, PF, RMS, WORDS>(x, dy, w, dx, dw_part, db_part, nrows,  \
+                                                           ncols, eps);                            \
   }
+
+#define LN_BWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
+  NORM_BWD_KERNEL(layernorm_bwd_##TAG##_##S, false, false, T, ACC, L, VV, SM, PF, MINB)
 
 // The RMS norm, same tiers and ABI (rmsnorm_fwd_<tier>_<dtype>, rmsnorm_bwd_<tier>_<dtype>: b and
 // db_part are NULL); its weight partials are added by layernorm_bwd_reduce.
@@ -91,13 +96,16 @@
   }
 
 #define RN_BWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
-  extern "C" __global__ void __launch_bounds__((L) < 128 ? 128 : (L), MINB)                        \
-      rmsnorm_bwd_##TAG##_##S(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part,            \
-                              ACC *db_part, const int64_t nrows, const int64_t ncols,              \
-                              const float eps) {                                                   \
-    layer_norm::bwd_resident<T, L, VV, SM, PF, true>(x, dy, w, dx, dw_part, db_part, nrows, ncols, \
-                                                     eps);                                         \
-  }
+  NORM_BWD_KERNEL(rmsnorm_bwd_##TAG##_##S, true, false, T, ACC, L, VV, SM, PF, MINB)
+
+// The backward instances for 16-bit rows without vectors (odd widths), which
+// load and store a full slot in aligned pieces: layernorm_bwd_<tier>_words_<dtype>,
+// rmsnorm_bwd_<tier>_words_<dtype>, same ABI, for the tiers f16 and bf16 ship
+// (those of several rows per block keep element accesses, see bwd_resident).
+#define LN_BWD_WORDS_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                   \
+  NORM_BWD_KERNEL(layernorm_bwd_##TAG##_words_##S, false, true, T, ACC, L, VV, SM, PF, MINB)
+#define RN_BWD_WORDS_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                   \
+  NORM_BWD_KERNEL(rmsnorm_bwd_##TAG##_words_##S, true, true, T, ACC, L, VV, SM, PF, MINB)
 
 // The softmax over the last dimension, same tiers (layer_norm_softmax.cuh), no parameters:
 //   softmax_fwd_<tier>_<dtype>(x, y, nrows, ncols)
@@ -132,10 +140,15 @@
   LN_EXPAND(SM_FWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
 #define SM_BWD_ROW(TAG, L, VV, SM, PF, MINB)                                                       \
   LN_EXPAND(SM_BWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
+#define LN_BWD_WORDS_ROW(TAG, L, VV, SM, PF, MINB)                                                 \
+  LN_WORDS(LN_EXPAND(LN_BWD_WORDS_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB))
+#define RN_BWD_WORDS_ROW(TAG, L, VV, SM, PF, MINB)                                                 \
+  LN_WORDS(LN_EXPAND(RN_BWD_WORDS_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB))
 
 // The backward rows that only some dtypes ship (X16: f16 and bf16, X32: f32 and
 // f64): LN_IF16 / LN_IF32 keep or drop them, set for each dtype below; the
-// harness (LAYER_NORM_SWEEP) compiles them for every dtype.
+// harness (LAYER_NORM_SWEEP) compiles them for every dtype. LN_WORDS keeps the
+// `words` instances (16-bit dtypes only).
 #define LN_BWD_ROW16(...) LN_IF16(LN_BWD_ROW(__VA_ARGS__))
 #define LN_BWD_ROW32(...) LN_IF32(LN_BWD_ROW(__VA_ARGS__))
 #define RN_BWD_ROW16(...) LN_IF16(RN_BWD_ROW(__VA_ARGS__))
@@ -143,6 +156,7 @@
 #define SM_BWD_ROW16(...) LN_IF16(SM_BWD_ROW(__VA_ARGS__))
 #define SM_BWD_ROW32(...) LN_IF32(SM_BWD_ROW(__VA_ARGS__))
 #define LN_KEEP(...) __VA_ARGS__
+#define LN_DROP(...)
 #ifdef LAYER_NORM_SWEEP
 #define LN_SWEEP_ONLY(...) __VA_ARGS__
 #else
@@ -215,6 +229,8 @@
   LAYER_NORM_BWD_TIERS(LN_BWD_ROW, LN_BWD_ROW16, LN_BWD_ROW32)                                     \
   LAYER_NORM_FWD_TIERS(RN_FWD_ROW)                                                                 \
   LAYER_NORM_BWD_TIERS(RN_BWD_ROW, RN_BWD_ROW16, RN_BWD_ROW32)                                     \
+  LAYER_NORM_BWD_TIERS(LN_BWD_WORDS_ROW, LN_BWD_WORDS_ROW, LN_DROP)                                \
+  LAYER_NORM_BWD_TIERS(RN_BWD_WORDS_ROW, RN_BWD_WORDS_ROW, LN_DROP)                                \
   LAYER_NORM_FWD_TIERS(SM_FWD_ROW)                                                                 \
   LAYER_NORM_BWD_TIERS(SM_BWD_ROW, SM_BWD_ROW16, SM_BWD_ROW32)                                     \
   LN_SWEEP_TIERS
@@ -225,12 +241,14 @@
 #define LN_S bf16
 #define LN_IF16 LN_KEEP
 #define LN_IF32 LN_SWEEP_ONLY
+#define LN_WORDS LN_KEEP
 LN_OPS(__nv_bfloat16, float, bf16)
 #undef LN_T
 #undef LN_ACC
 #undef LN_S
 #undef LN_IF16
 #undef LN_IF32
+#undef LN_WORDS
 #endif
 
 #ifdef LN_HAS_F16
@@ -239,12 +257,14 @@ LN_OPS(__nv_bfloat16, float, bf16)
 #define LN_S f16
 #define LN_IF16 LN_KEEP
 #define LN_IF32 LN_SWEEP_ONLY
+#define LN_WORDS LN_KEEP
 LN_OPS(__half, float, f16)
 #undef LN_T
 #undef LN_ACC
 #undef LN_S
 #undef LN_IF16
 #undef LN_IF32
+#undef LN_WORDS
 #endif
 
 #define LN_T float
@@ -252,21 +272,25 @@ LN_OPS(__half, float, f16)
 #define LN_S f32
 #define LN_IF16 LN_SWEEP_ONLY
 #define LN_IF32 LN_KEEP
+#define LN_WORDS LN_DROP
 LN_OPS(float, float, f32)
 #undef LN_T
 #undef LN_ACC
 #undef LN_S
 #undef LN_IF16
 #undef LN_IF32
+#undef LN_WORDS
 
 #define LN_T double
 #define LN_ACC double
 #define LN_S f64
 #define LN_IF16 LN_SWEEP_ONLY
 #define LN_IF32 LN_KEEP
+#define LN_WORDS LN_DROP
 LN_OPS(double, double, f64)
 #undef LN_T
 #undef LN_ACC
 #undef LN_S
 #undef LN_IF16
 #undef LN_IF32
+#undef LN_WORDS

@@ -196,10 +196,19 @@ fn parse_tiers(registry: &str, list: &str, dtype: DType) -> std::result::Result<
 /// build before they got an instance of their own).
 const BIG_UNALIGNED_COLS: usize = 32768;
 
-/// The kernel for a row: a resident tier, or the `big` kernel that streams the row twice.
+/// Rows of 2-byte elements whose width is not a multiple of an 8-byte vector: every other row
+/// starts inside a 16-byte word, so the tiers' vector loads cannot be used.
+fn unaligned_16bit(n_cols: usize, dtype: DType) -> bool {
+    dtype.size_in_bytes() == 2 && n_cols % 4 != 0
+}
+
+/// The kernel for a row: a resident tier, its instance for 16-bit rows without vectors (the
+/// backward only, see [`LaunchPlan::words_when_unaligned`]), or the `big` kernel that streams
+/// the row twice.
 #[derive(Debug, Clone, Copy)]
 enum Kernel<'a> {
     Resident(&'a Tier),
+    Words(&'a Tier),
     Big,
 }
 
@@ -208,8 +217,9 @@ impl Kernel<'_> {
     /// [`SOFTMAX`].
     fn name(&self, op: &str, dir: Direction, dtype: DType) -> String {
         let tag = match self {
-            Self::Resident(tier) => tier.tag.as_str(),
-            Self::Big => "big",
+            Self::Resident(tier) => tier.tag.clone(),
+            Self::Words(tier) => format!("{}_words", tier.tag),
+            Self::Big => "big".to_string(),
         };
         format!("{op}_{}_{tag}_{}", dir.name(), dtype.as_str())
     }
@@ -278,10 +288,25 @@ impl<'a> LaunchPlan<'a> {
     /// past [`BIG_UNALIGNED_COLS`] columns: the tiers load such rows element by element, the
     /// `big` kernel in aligned pieces. For the forward kernels: the backward tiers end there.
     fn big_when_unaligned(self, n_cols: usize, dtype: DType) -> Self {
-        if dtype.size_in_bytes() == 2 && n_cols % 4 != 0 && n_cols > BIG_UNALIGNED_COLS {
+        if unaligned_16bit(n_cols, dtype) && n_cols > BIG_UNALIGNED_COLS {
             Self::big(n_cols, dtype)
         } else {
             self
+        }
+    }
+
+    /// The tier's `words` instance for rows of 2-byte elements that fit no 8-byte vector: it
+    /// loads and stores a row's full 16-byte slots in the widest aligned pieces, where the tier
+    /// goes element by element (the tiers of one row per block; the others' instances keep
+    /// element accesses, faster there). For the backward of the norms (the layer norm and the
+    /// RMS norm), whose 16-bit tiers have these instances.
+    fn words_when_unaligned(self, n_cols: usize, dtype: DType) -> Self {
+        match self.kernel {
+            Kernel::Resident(tier) if unaligned_16bit(n_cols, dtype) => Self {
+                kernel: Kernel::Words(tier),
+                ..self
+            },
+            _ => self,
         }
     }
 
@@ -476,6 +501,7 @@ where
             smem_bytes,
             max_smem,
         )
+        .words_when_unaligned(n_cols, T::DTYPE)
     };
     let load = |plan: &LaunchPlan| {
         let name = plan.kernel.name(norm.prefix(), Direction::Bwd, T::DTYPE);
@@ -811,7 +837,11 @@ mod tests {
             {
                 for max_smem in [0, usize::MAX] {
                     for n_cols in 1..=70_000 {
-                        let plan = LaunchPlan::new(dir.tiers(dtype), n_cols, dtype, 1, max_smem);
+                        let mut plan =
+                            LaunchPlan::new(dir.tiers(dtype), n_cols, dtype, 1, max_smem);
+                        if dir == Direction::Bwd && op != SOFTMAX {
+                            plan = plan.words_when_unaligned(n_cols, dtype);
+                        }
                         match (plan.kernel, dir) {
                             (Kernel::Big, Direction::Bwd) if op != SOFTMAX => {
                                 names.extend(SplitTiers::names(op, dtype))
@@ -857,6 +887,27 @@ mod tests {
         assert!(big(DType::BF16, 50257) && big(DType::F16, 65535) && big(DType::BF16, 32770));
         // Rows that take 8-byte vectors, and rows up to the threshold, keep their tier.
         assert!(!big(DType::BF16, 50256) && !big(DType::BF16, 7777) && !big(DType::F16, 32767));
+    }
+
+    #[test]
+    fn unaligned_16bit_rows_take_the_words_backward() {
+        let name = |dtype, n_cols| {
+            LaunchPlan::new(Direction::Bwd.tiers(dtype), n_cols, dtype, 1, usize::MAX)
+                .words_when_unaligned(n_cols, dtype)
+                .kernel
+                .name(Norm::Layer.prefix(), Direction::Bwd, dtype)
+        };
+        assert_eq!(name(DType::BF16, 7777), "layernorm_bwd_l512v2s_words_bf16");
+        assert!(name(DType::F16, 17).ends_with("_words_f16"));
+        // Rows that take 8-byte vectors, and 4-byte dtypes, keep the tier.
+        assert_eq!(name(DType::BF16, 7780), "layernorm_bwd_l512v2s_bf16");
+        assert!(!name(DType::F32, 7777).contains("words"));
+        // Past the tiers the split backward takes any row.
+        let plan = LaunchPlan::new(Direction::Bwd.tiers(DType::BF16), 70001, DType::BF16, 1, 0);
+        assert!(matches!(
+            plan.words_when_unaligned(70001, DType::BF16).kernel,
+            Kernel::Big
+        ));
     }
 
     #[test]
