@@ -208,9 +208,10 @@ __device__ __forceinline__ void store_words(uintptr_t a, const uint32_t (&w)[4])
 // Loads vector slot `slot` of the row at p into the register layout; elements
 // past the end of the row (j >= nvalid) are zero. In VEC_FULL mode nvalid is
 // either 0 or V, so a full slot is one 16-byte load; in VEC_HALF mode it is 0,
-// V / 2 or V, a multiple of 8-byte loads. WORDS (the streaming kernels only:
-// in the resident tiers the extra path costs registers) loads a full slot of
-// a row without vectors as load_words does, instead of element by element.
+// V / 2 or V, a multiple of 8-byte loads. WORDS (the streaming kernels and the
+// backward's `words` instances only: in the other instances the extra path
+// costs registers) loads a full slot of a row without vectors as load_words
+// does, instead of element by element.
 template <typename T, bool WORDS = false>
 __device__ __forceinline__ Pack<T> load_pack(const T *__restrict__ p, int64_t slot, int nvalid, int vec) {
   typedef typename Elem<T>::bits B;
