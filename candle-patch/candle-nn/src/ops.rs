@@ -910,10 +910,42 @@ trait LayerNormDType: candle::WithDType {
     fn acc_row<'a>(row: &'a [Self], buf: &'a mut Vec<Self::Acc>) -> &'a [Self::Acc];
     /// The slice `acc_row(row, buf)` returned, without converting `row` again.
     fn acc_row_view<'a>(row: &'a [Self], buf: &'a [Self::Acc]) -> &'a [Self::Acc];
+
+    /// `row_fwd_y` for a row of this type; `out` is a buffer for the row in the accumulation
+    /// type where the type converts its output after the loop (f16).
+    #[inline(always)]
+    fn fwd_row<const L: usize>(
+        row: (&[Self::Acc], Affine<'_, Self::Acc>),
+        s: LayerNormRowStats<Self::Acc>,
+        next: Option<&[Self::Acc]>,
+        dst: &mut [std::mem::MaybeUninit<Self>],
+        _out: &mut Vec<Self::Acc>,
+    ) -> [[Self::Acc; L]; 2] {
+        row_fwd_y::<Self, L>(row, s, next, dst)
+    }
+
+    /// `row_bwd_dx` for a row of this type, `out` as in `fwd_row`.
+    #[inline(always)]
+    fn bwd_row<const L: usize>(
+        row: (BwdRow<'_, Self::Acc>, &[Self::Acc]),
+        stats: (LayerNormRowStats<Self::Acc>, Self::Acc, Self::Acc),
+        next: Option<BwdRow<'_, Self::Acc>>,
+        (dx, dalpha, dbeta): BwdOut<'_, Self>,
+        _out: &mut Vec<Self::Acc>,
+    ) -> [[Self::Acc; L]; 4] {
+        row_bwd_dx::<Self, L>(row, stats, next, dx, dalpha, dbeta)
+    }
 }
 
+/// The slots of a row's `dx` and the task's `dalpha` and `dbeta` sums.
+type BwdOut<'a, T> = (
+    &'a mut [std::mem::MaybeUninit<T>],
+    &'a mut [<T as LayerNormDType>::Acc],
+    &'a mut [<T as LayerNormDType>::Acc],
+);
+
 macro_rules! layer_norm_dtype {
-    ($t:ty, $acc:ty, $to:expr, $from:expr, $acc_row:expr, $acc_row_view:expr) => {
+    ($t:ty, $acc:ty, $to:expr, $from:expr, $acc_row:expr, $acc_row_view:expr $(, $item:item)*) => {
         impl LayerNormDType for $t {
             type Acc = $acc;
             fn to_acc(self) -> $acc {
@@ -928,6 +960,7 @@ macro_rules! layer_norm_dtype {
             fn acc_row_view<'a>(row: &'a [Self], buf: &'a [$acc]) -> &'a [$acc] {
                 $acc_row_view(row, buf)
             }
+            $($item)*
         }
     };
 }
@@ -939,6 +972,42 @@ fn converted_row<'a, T: LayerNormDType>(row: &[T], buf: &'a mut Vec<T::Acc>) -> 
     buf.extend(row.iter().map(|v| v.to_acc()));
     buf
 }
+/// `converted_row` for f16, with `half`'s slice conversion (F16C, eight at a time, where the
+/// CPU has it). One element at a time, each conversion checks for F16C and calls it, and the
+/// loop is not vectorized.
+fn converted_f16_row<'a>(row: &[half::f16], buf: &'a mut Vec<f32>) -> &'a [f32] {
+    use half::slice::HalfFloatSliceExt;
+    buf.resize(row.len(), 0.);
+    row.convert_to_f32_slice(buf);
+    buf
+}
+/// Runs `write` on a row of f32 slots in `buf` as long as `dst`, which it must write whole (the
+/// row functions do), then converts that row into `dst` with `half`'s slice conversion, a block
+/// at a time.
+#[inline(always)]
+fn f16_row_via_f32<R>(
+    buf: &mut Vec<f32>,
+    dst: &mut [std::mem::MaybeUninit<half::f16>],
+    write: impl FnOnce(&mut [std::mem::MaybeUninit<f32>]) -> R,
+) -> R {
+    use half::slice::HalfFloatSliceExt;
+    const BLOCK: usize = 64;
+    let len = dst.len();
+    buf.clear();
+    buf.reserve(len);
+    let r = write(&mut buf.spare_capacity_mut()[..len]);
+    // Safety: `write` initialized the `len` slots.
+    unsafe { buf.set_len(len) };
+    let mut block = [half::f16::ZERO; BLOCK];
+    for (src, dst) in buf.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
+        let block = &mut block[..src.len()];
+        block.convert_from_f32_slice(src);
+        for (d, &h) in dst.iter_mut().zip(block.iter()) {
+            d.write(h);
+        }
+    }
+    r
+}
 fn same_row_view<'a, T>(row: &'a [T], _: &'a [T]) -> &'a [T] {
     row
 }
@@ -947,13 +1016,35 @@ fn converted_row_view<'a, T, A>(_: &'a [T], buf: &'a [A]) -> &'a [A] {
 }
 layer_norm_dtype!(f32, f32, |v| v, |v| v, same_row, same_row_view);
 layer_norm_dtype!(f64, f64, |v| v, |v| v, same_row, same_row_view);
+// f16 rows run in f32 and are converted after the loop: `f16::from_f32` one element at a time
+// keeps the loop from being vectorized, like the conversion of its input.
 layer_norm_dtype!(
     half::f16,
     f32,
     half::f16::to_f32,
     half::f16::from_f32,
-    converted_row,
-    converted_row_view
+    converted_f16_row,
+    converted_row_view,
+    fn fwd_row<const L: usize>(
+        row: (&[f32], Affine<'_, f32>),
+        s: LayerNormRowStats<f32>,
+        next: Option<&[f32]>,
+        dst: &mut [std::mem::MaybeUninit<Self>],
+        out: &mut Vec<f32>,
+    ) -> [[f32; L]; 2] {
+        f16_row_via_f32(out, dst, |y| row_fwd_y::<f32, L>(row, s, next, y))
+    },
+    fn bwd_row<const L: usize>(
+        row: (BwdRow<'_, f32>, &[f32]),
+        stats: (LayerNormRowStats<f32>, f32, f32),
+        next: Option<BwdRow<'_, f32>>,
+        (dx, dalpha, dbeta): BwdOut<'_, Self>,
+        out: &mut Vec<f32>,
+    ) -> [[f32; L]; 4] {
+        f16_row_via_f32(out, dx, |dx| {
+            row_bwd_dx::<f32, L>(row, stats, next, dx, dalpha, dbeta)
+        })
+    }
 );
 layer_norm_dtype!(
     half::bf16,
@@ -1237,16 +1328,16 @@ fn row_fwd_y<T: LayerNormDType, const L: usize>(
 /// The forward of a task's rows (`xs` and the slots of `dst`, whole rows of `alpha.len()`
 /// elements). The rows are taken a group at a time, the loop that writes a group's output
 /// also sums the next group's rows; `bufs` holds the rows of two groups when `T` is converted
-/// to its accumulation type.
+/// to its accumulation type, and a row of output (see `LayerNormDType::fwd_row`).
 fn layer_norm_fwd_task<T: LayerNormDType, const L: usize>(
     (xs, dst): FwdRows<T>,
     affine: Affine<'_, T::Acc>,
     eps: f32,
-    bufs: &mut [Vec<T::Acc>; 2],
+    bufs: &mut [Vec<T::Acc>; 3],
 ) {
     let n_cols = affine.0.len();
     let zero = <T::Acc as num_traits::Zero>::zero();
-    let [buf, next_buf] = bufs;
+    let [buf, next_buf, out] = bufs;
     let (mut buf, mut next_buf) = (buf, next_buf);
     let group = row_group(n_cols) * n_cols;
     // The group whose output is written next, with its rows' statistics.
@@ -1272,7 +1363,8 @@ fn layer_norm_fwd_task<T: LayerNormDType, const L: usize>(
                 let xs = T::acc_row_view(xs, buf);
                 for ((x, dst), s) in xs.chunks(n_cols).zip(dst.chunks_mut(n_cols)).zip(stats) {
                     let next = next_lanes.next();
-                    let sum = row_fwd_y((x, affine), s, next.as_ref().map(|n| n.0), dst);
+                    let next_row = next.as_ref().map(|n| n.0);
+                    let sum = T::fwd_row((x, affine), s, next_row, dst, out);
                     if let Some((_, lanes)) = next {
                         *lanes = sum;
                     }
@@ -1455,17 +1547,18 @@ type BwdGroup<'a, T> = (&'a [T], &'a [T], &'a mut [std::mem::MaybeUninit<T>]);
 /// The backward of a task's rows (`xs`, `grad` and the slots of `dxs`: whole rows of
 /// `alpha.len()` elements), returns their sums of `dalpha` and `dbeta`. The rows are taken a
 /// group at a time, the loop that writes a group's `dx` also sums the next group's rows;
-/// `bufs` holds the rows of two groups when `T` is converted to its accumulation type.
+/// `bufs` holds the rows of two groups when `T` is converted to its accumulation type, and a
+/// row of `dx` (see `LayerNormDType::bwd_row`).
 fn layer_norm_bwd_task<T: LayerNormDType, const L: usize>(
     (xs, grad, dxs): BwdGroup<T>,
     alpha: &[T::Acc],
     (n, eps): (T::Acc, T::Acc),
-    bufs: &mut [Vec<T::Acc>; 4],
+    bufs: &mut [Vec<T::Acc>; 5],
 ) -> [Vec<T::Acc>; 2] {
     let n_cols = alpha.len();
     let zero = <T::Acc as num_traits::Zero>::zero();
     let (mut dalpha, mut dbeta) = (vec![zero; n_cols], vec![zero; n_cols]);
-    let [b0, b1, b2, b3] = bufs;
+    let [b0, b1, b2, b3, out] = bufs;
     let (mut bufs, mut next_bufs) = ((b0, b1), (b2, b3));
     let group = row_group(n_cols) * n_cols;
     let groups = xs
@@ -1496,8 +1589,8 @@ fn layer_norm_bwd_task<T: LayerNormDType, const L: usize>(
                 for ((row, dx), stats) in rows.zip(dxs.chunks_mut(n_cols)).zip(stats) {
                     let next = next_lanes.next();
                     let next_row = next.as_ref().map(|n| n.0);
-                    let sum =
-                        row_bwd_dx((row, alpha), stats, next_row, dx, &mut dalpha, &mut dbeta);
+                    let dst = (dx, dalpha.as_mut_slice(), dbeta.as_mut_slice());
+                    let sum = T::bwd_row((row, alpha), stats, next_row, dst, out);
                     if let Some((_, lanes)) = next {
                         *lanes = sum;
                     }
