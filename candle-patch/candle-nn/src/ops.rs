@@ -981,11 +981,14 @@ fn converted_f16_row<'a>(row: &[half::f16], buf: &'a mut Vec<f32>) -> &'a [f32] 
     row.convert_to_f32_slice(buf);
     buf
 }
-/// Runs `write` on a row of f32 slots in `buf` as long as `dst`, which it must write whole (the
-/// row functions do), then converts that row into `dst` with `half`'s slice conversion, a block
-/// at a time.
+/// Runs `write` on a row of f32 slots in `buf` as long as `dst`, then converts that row into
+/// `dst` with `half`'s slice conversion, a block at a time.
+///
+/// # Safety
+///
+/// `write` must initialize every slot it is given (the row functions do).
 #[inline(always)]
-fn f16_row_via_f32<R>(
+unsafe fn f16_row_via_f32<R>(
     buf: &mut Vec<f32>,
     dst: &mut [std::mem::MaybeUninit<half::f16>],
     write: impl FnOnce(&mut [std::mem::MaybeUninit<f32>]) -> R,
@@ -996,7 +999,7 @@ fn f16_row_via_f32<R>(
     buf.clear();
     buf.reserve(len);
     let r = write(&mut buf.spare_capacity_mut()[..len]);
-    // Safety: `write` initialized the `len` slots.
+    // Safety: `write` initialized the `len` slots (the caller's contract).
     unsafe { buf.set_len(len) };
     let mut block = [half::f16::ZERO; BLOCK];
     for (src, dst) in buf.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
@@ -1032,7 +1035,8 @@ layer_norm_dtype!(
         dst: &mut [std::mem::MaybeUninit<Self>],
         out: &mut Vec<f32>,
     ) -> [[f32; L]; 2] {
-        f16_row_via_f32(out, dst, |y| row_fwd_y::<f32, L>(row, s, next, y))
+        // Safety: `row_fwd_y` writes every slot of its output.
+        unsafe { f16_row_via_f32(out, dst, |y| row_fwd_y::<f32, L>(row, s, next, y)) }
     },
     fn bwd_row<const L: usize>(
         row: (BwdRow<'_, f32>, &[f32]),
@@ -1041,9 +1045,12 @@ layer_norm_dtype!(
         (dx, dalpha, dbeta): BwdOut<'_, Self>,
         out: &mut Vec<f32>,
     ) -> [[f32; L]; 4] {
-        f16_row_via_f32(out, dx, |dx| {
-            row_bwd_dx::<f32, L>(row, stats, next, dx, dalpha, dbeta)
-        })
+        // Safety: `row_bwd_dx` writes every slot of its `dx`.
+        unsafe {
+            f16_row_via_f32(out, dx, |dx| {
+                row_bwd_dx::<f32, L>(row, stats, next, dx, dalpha, dbeta)
+            })
+        }
     }
 );
 layer_norm_dtype!(
