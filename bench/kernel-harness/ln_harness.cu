@@ -81,7 +81,15 @@ template <typename T> struct KT;
                                   LAYER_NORM_BWD_SWEEP_TIERS(KB_##S)};                             \
       return t[i];                                                                                 \
     }                                                                                              \
-    /* The `words` instance of a shipped 16-bit tier (layer_norm.cu), or NULL. */                  \
+    /* The `words` instances of a shipped 16-bit tier (layer_norm.cu), or NULL. */                 \
+    static Fwd fwd_words(const char *tag) {                                                        \
+      static const struct { const char *tag; Fwd f; } t[] = {                                      \
+          LAYER_NORM_FWD_TIERS(KWF_##S){nullptr, nullptr}};                                        \
+      for (int i = 0; t[i].tag; ++i)                                                               \
+        if (!strcmp(t[i].tag, tag))                                                                \
+          return t[i].f;                                                                           \
+      return nullptr;                                                                              \
+    }                                                                                              \
     static Bwd bwd_words(const char *tag) {                                                        \
       static const struct { const char *tag; Bwd f; } t[] = {                                      \
           LAYER_NORM_BWD_TIERS(KW_##S, KW_##S, TIER_NONE){nullptr, nullptr}};                     \
@@ -102,6 +110,10 @@ template <typename T> struct KT;
 #define KB_f16(tag, l, v, sm, pf, minb) layernorm_bwd_##tag##_f16,
 #define KF_bf16(tag, l, v, sm, pf, minb) layernorm_fwd_##tag##_bf16,
 #define KB_bf16(tag, l, v, sm, pf, minb) layernorm_bwd_##tag##_bf16,
+#define KWF_f32(tag, l, v, sm, pf, minb)
+#define KWF_f64(tag, l, v, sm, pf, minb)
+#define KWF_f16(tag, l, v, sm, pf, minb) {#tag, layernorm_fwd_##tag##_words_f16},
+#define KWF_bf16(tag, l, v, sm, pf, minb) {#tag, layernorm_fwd_##tag##_words_bf16},
 #define KW_f32(tag, l, v, sm, pf, minb)
 #define KW_f64(tag, l, v, sm, pf, minb)
 #define KW_f16(tag, l, v, sm, pf, minb) {#tag, layernorm_bwd_##tag##_words_f16},
@@ -225,10 +237,10 @@ template <typename T> struct Problem {
   DBuf<ACC> dwp, dbp, stats;
   int fwd_tier, bwd_tier, fwd_grid, bwd_grid;
   size_t bwd_smem;
-  // The backward runs the tier's `words` instance: 16-bit rows that fit no 8-byte vector, as
+  // Both directions run the tier's `words` instance: 16-bit rows that fit no 8-byte vector, as
   // layer_norm_cuda.rs (LaunchPlan::words_when_unaligned), forced tiers included when they have one.
   // LN_NO_WORDS=1 keeps the element-by-element tiers (to time one against the other).
-  bool words = false;
+  bool words = false, fwords = false;
 
   // fwd_t / bwd_t >= 0 force a kernel (index into ALL_FWD / ALL_BWD, N = big)
   // instead of the table's choice; the launch rules are otherwise the same.
@@ -274,12 +286,14 @@ template <typename T> struct Problem {
     bwd_tier = bwd_t >= 0 ? bwd_t : pick_tier<T>(c, true);
     words = sizeof(T) == 2 && c % 4 != 0 && bwd_tier < N_ALL_BWD && KT<T>::bwd_words(ALL_BWD[bwd_tier].tag) &&
             !getenv("LN_NO_WORDS");
+    fwords = sizeof(T) == 2 && c % 4 != 0 && fwd_tier < N_ALL_FWD && KT<T>::fwd_words(ALL_FWD[fwd_tier].tag) &&
+             !getenv("LN_NO_WORDS");
     const int bth = tier_threads(ALL_BWD, bwd_tier, N_ALL_BWD);
     // Forward: one block per row group, uncapped except for prefetch tiers (layer_norm_cuda.rs).
     const int64_t frpb = tier_rpb(ALL_FWD, fwd_tier, N_ALL_FWD);
     fwd_grid = (int)std::min<int64_t>(std::max<int64_t>(1, (r + frpb - 1) / frpb), INT32_MAX);
     if (fwd_tier < N_ALL_FWD && ALL_FWD[fwd_tier].prefetch)
-      fwd_grid = std::min(fwd_grid, g_sms * std::max(1, occupancy(KT<T>::fwd(fwd_tier), fwd_threads(), 0)));
+      fwd_grid = std::min(fwd_grid, g_sms * std::max(1, occupancy(fwd_fn(), fwd_threads(), 0)));
     // Backward: persistent, capped at what is resident (layer_norm_cuda.rs).
     bwd_smem = bwd_smem_bytes<T>(ALL_BWD, bwd_tier, N_ALL_BWD, c);
     // Opt in whenever there is dynamic shared memory: past 48 KiB counts the kernel's static
@@ -304,6 +318,9 @@ template <typename T> struct Problem {
     dwp.alloc((size_t)std::max(bwd_grid, 64) * c, 0);
     dbp.alloc((size_t)std::max(bwd_grid, 64) * c, 0);
   }
+  typename KT<T>::Fwd fwd_fn() const {
+    return fwords ? KT<T>::fwd_words(ALL_FWD[fwd_tier].tag) : KT<T>::fwd(fwd_tier);
+  }
   typename KT<T>::Bwd bwd_fn() const {
     return words ? KT<T>::bwd_words(ALL_BWD[bwd_tier].tag) : KT<T>::bwd(bwd_tier);
   }
@@ -314,7 +331,7 @@ template <typename T> struct Problem {
   void fwd(int grid = 0) {
     if (!grid)
       grid = fwd_grid;
-    KT<T>::fwd(fwd_tier)<<<grid, fwd_threads()>>>(dx_.p, dy_out.p, has_w ? dw_.p : nullptr,
+    fwd_fn()<<<grid, fwd_threads()>>>(dx_.p, dy_out.p, has_w ? dw_.p : nullptr,
                                                   has_b ? db_.p : nullptr, nrows, ncols, eps);
     CK(cudaGetLastError());
   }
@@ -441,10 +458,10 @@ static double check(Problem<T> &P, const char *label, int fgrid = 0, int bgrid =
   const double tb = bwd_tol > 0 ? bwd_tol : t;
   char buf[512];
   snprintf(buf, sizeof buf,
-           "%s %s rows=%lld cols=%lld w=%d b=%d off=%d tiers=%s/%s%s grids=%d/%d tol=%.1e | y=%.2e (abs %.2e) dx=%.2e "
+           "%s %s rows=%lld cols=%lld w=%d b=%d off=%d tiers=%s%s/%s%s grids=%d/%d tol=%.1e | y=%.2e (abs %.2e) dx=%.2e "
            "dw=%.2e db=%.2e",
-           KT<T>::name(), label, (long long)R, (long long)C, P.has_w, P.has_b, P.off, P.fwd_name(), P.bwd_name(),
-           P.words ? "-words" : "", fgrid ? fgrid : P.fwd_grid, bgrid ? bgrid : P.bwd_grid, t, ey.norm(), ey.maxdiff, edx.norm(), edw.norm(),
+           KT<T>::name(), label, (long long)R, (long long)C, P.has_w, P.has_b, P.off, P.fwd_name(),
+           P.fwords ? "-words" : "", P.bwd_name(), P.words ? "-words" : "", fgrid ? fgrid : P.fwd_grid, bgrid ? bgrid : P.bwd_grid, t, ey.norm(), ey.maxdiff, edx.norm(), edw.norm(),
            edb.norm());
   bool ok = ey.norm() <= t && edx.norm() <= tb && edw.norm() <= tb && edb.norm() <= tb;
   if (ytol_abs > 0)
@@ -618,9 +635,9 @@ template <typename T> static void bench(int64_t R, int64_t C, bool sweep) {
   const double tf = time_us([&] { P.fwd(); });
   const double tb = time_us([&] { P.bwd_main(); });
   const double tbr = time_us([&] { P.bwd(); });
-  printf("bench %-4s %6lldx%-6lld fwd %-8s grid %6d %8.1f us %7.0f GB/s | bwd %-8s%s grid %5d %8.1f us %7.0f GB/s"
+  printf("bench %-4s %6lldx%-6lld fwd %-8s%s grid %6d %8.1f us %7.0f GB/s | bwd %-8s%s grid %5d %8.1f us %7.0f GB/s"
          " | bwd+reduce %8.1f us %7.0f GB/s\n",
-         KT<T>::name(), (long long)R, (long long)C, P.fwd_name(), P.fwd_grid, tf, fbytes / (tf * 1e-6) / 1e9,
+         KT<T>::name(), (long long)R, (long long)C, P.fwd_name(), P.fwords ? "-words" : "", P.fwd_grid, tf, fbytes / (tf * 1e-6) / 1e9,
          P.bwd_name(), P.words ? "-words" : "", P.bwd_grid, tb, bbytes / (tb * 1e-6) / 1e9, tbr, bbytes / (tbr * 1e-6) / 1e9);
   if (!sweep)
     return;
@@ -641,10 +658,10 @@ template <typename T> static void bench(int64_t R, int64_t C, bool sweep) {
       if (!dir) {
         const double u = time_us([&] { Q.fwd(); });
         const int cap_grid = (int)std::min<int64_t>(
-            Q.fwd_grid, (int64_t)g_sms * occupancy(KT<T>::fwd(t), Q.fwd_threads(), 0));
+            Q.fwd_grid, (int64_t)g_sms * occupancy(Q.fwd_fn(), Q.fwd_threads(), 0));
         const double uc = time_us([&] { Q.fwd(cap_grid); });
-        printf("sweep %-4s %6lldx%-6lld fwd %-8s %8.1f us %7.0f GB/s | cap grid %5d %8.1f us %7.0f GB/s\n",
-               KT<T>::name(), (long long)R, (long long)C, Q.fwd_name(), u, fbytes / (u * 1e-6) / 1e9, cap_grid,
+        printf("sweep %-4s %6lldx%-6lld fwd %-8s%s %8.1f us %7.0f GB/s | cap grid %5d %8.1f us %7.0f GB/s\n",
+               KT<T>::name(), (long long)R, (long long)C, Q.fwd_name(), Q.fwords ? "-words" : "", u, fbytes / (u * 1e-6) / 1e9, cap_grid,
                uc, fbytes / (uc * 1e-6) / 1e9);
       } else {
         const double u = time_us([&] { Q.bwd_main(); });

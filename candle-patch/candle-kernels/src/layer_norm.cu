@@ -66,12 +66,17 @@
 // registry, plus the big, split and reduce kernels.
 // ---------------------------------------------------------------------------
 
-#define LN_FWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
+// The forward of a tier, named NAME; RMS: the RMS norm; WORDS: the instance for
+// 16-bit rows without vectors (see fwd_resident).
+#define NORM_FWD_KERNEL(NAME, RMS, WORDS, T, L, VV, PF)                                            \
   extern "C" __global__ void __launch_bounds__((L) < 128 ? 128 : (L))                              \
-      layernorm_fwd_##TAG##_##S(const T *x, T *y, const T *w, const T *b, const int64_t nrows,    \
-                                const int64_t ncols, const float eps) {                            \
-    layer_norm::fwd_resident<T, L, VV, PF>(x, y, w, b, nrows, ncols, eps);                         \
+      NAME(const T *x, T *y, const T *w, const T *b, const int64_t nrows, const int64_t ncols,     \
+           const float eps) {                                                                      \
+    layer_norm::fwd_resident<T, L, VV, PF, RMS, WORDS>(x, y, w, b, nrows, ncols, eps);             \
   }
+
+#define LN_FWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
+  NORM_FWD_KERNEL(layernorm_fwd_##TAG##_##S, false, false, T, L, VV, PF)
 
 // The backward of a tier, named NAME; RMS: the RMS norm; WORDS: the instance
 // for 16-bit rows without vectors (see bwd_resident).
@@ -89,19 +94,20 @@
 // The RMS norm, same tiers and ABI (rmsnorm_fwd_<tier>_<dtype>, rmsnorm_bwd_<tier>_<dtype>: b and
 // db_part are NULL); its weight partials are added by layernorm_bwd_reduce.
 #define RN_FWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
-  extern "C" __global__ void __launch_bounds__((L) < 128 ? 128 : (L))                              \
-      rmsnorm_fwd_##TAG##_##S(const T *x, T *y, const T *w, const T *b, const int64_t nrows,      \
-                              const int64_t ncols, const float eps) {                              \
-    layer_norm::fwd_resident<T, L, VV, PF, true>(x, y, w, b, nrows, ncols, eps);                   \
-  }
+  NORM_FWD_KERNEL(rmsnorm_fwd_##TAG##_##S, true, false, T, L, VV, PF)
 
 #define RN_BWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
   NORM_BWD_KERNEL(rmsnorm_bwd_##TAG##_##S, true, false, T, ACC, L, VV, SM, PF, MINB)
 
-// The backward instances for 16-bit rows without vectors (odd widths), which
-// load and store a full slot in aligned pieces: layernorm_bwd_<tier>_words_<dtype>,
-// rmsnorm_bwd_<tier>_words_<dtype>, same ABI, for the tiers f16 and bf16 ship
-// (those of several rows per block keep element accesses, see bwd_resident).
+// The instances for 16-bit rows without vectors (odd widths), which load and
+// store a full slot in aligned pieces: layernorm_<dir>_<tier>_words_<dtype>,
+// rmsnorm_<dir>_<tier>_words_<dtype>, same ABI, for the tiers f16 and bf16 ship
+// (the backward's of several rows per block and the forward's of several rows
+// per warp keep element accesses, see bwd_resident and fwd_resident).
+#define LN_FWD_WORDS_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                   \
+  NORM_FWD_KERNEL(layernorm_fwd_##TAG##_words_##S, false, true, T, L, VV, PF)
+#define RN_FWD_WORDS_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                   \
+  NORM_FWD_KERNEL(rmsnorm_fwd_##TAG##_words_##S, true, true, T, L, VV, PF)
 #define LN_BWD_WORDS_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                   \
   NORM_BWD_KERNEL(layernorm_bwd_##TAG##_words_##S, false, true, T, ACC, L, VV, SM, PF, MINB)
 #define RN_BWD_WORDS_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                   \
@@ -140,6 +146,10 @@
   LN_EXPAND(SM_FWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
 #define SM_BWD_ROW(TAG, L, VV, SM, PF, MINB)                                                       \
   LN_EXPAND(SM_BWD_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
+#define LN_FWD_WORDS_ROW(TAG, L, VV, SM, PF, MINB)                                                 \
+  LN_WORDS(LN_EXPAND(LN_FWD_WORDS_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB))
+#define RN_FWD_WORDS_ROW(TAG, L, VV, SM, PF, MINB)                                                 \
+  LN_WORDS(LN_EXPAND(RN_FWD_WORDS_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB))
 #define LN_BWD_WORDS_ROW(TAG, L, VV, SM, PF, MINB)                                                 \
   LN_WORDS(LN_EXPAND(LN_BWD_WORDS_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB))
 #define RN_BWD_WORDS_ROW(TAG, L, VV, SM, PF, MINB)                                                 \
@@ -229,6 +239,8 @@
   LAYER_NORM_BWD_TIERS(LN_BWD_ROW, LN_BWD_ROW16, LN_BWD_ROW32)                                     \
   LAYER_NORM_FWD_TIERS(RN_FWD_ROW)                                                                 \
   LAYER_NORM_BWD_TIERS(RN_BWD_ROW, RN_BWD_ROW16, RN_BWD_ROW32)                                     \
+  LAYER_NORM_FWD_TIERS(LN_FWD_WORDS_ROW)                                                           \
+  LAYER_NORM_FWD_TIERS(RN_FWD_WORDS_ROW)                                                           \
   LAYER_NORM_BWD_TIERS(LN_BWD_WORDS_ROW, LN_BWD_WORDS_ROW, LN_DROP)                                \
   LAYER_NORM_BWD_TIERS(RN_BWD_WORDS_ROW, RN_BWD_WORDS_ROW, LN_DROP)                                \
   LAYER_NORM_FWD_TIERS(SM_FWD_ROW)                                                                 \

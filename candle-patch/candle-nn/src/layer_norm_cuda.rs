@@ -189,11 +189,11 @@ fn parse_tiers(registry: &str, list: &str, dtype: DType) -> std::result::Result<
     Err(format!("{list}: unterminated"))
 }
 
-/// Past this many columns, 16-bit rows without vectors take the `big` kernel (see
-/// [`LaunchPlan::big_when_unaligned`]). H200, 2026-12-02, the forward: at 50257 and 65535
-/// columns the `big` kernel takes half to three quarters of the widest tier's time; at 7777 it
-/// took 1.8 times the tier's (measured with the aligned pieces inside the kernel's one loop, the
-/// build before they got an instance of their own).
+/// Past this many columns, 16-bit rows without vectors take the softmax's `big` kernel (see
+/// [`LaunchPlan::big_when_unaligned`]). H200, 2026-12-02, the layer-norm forward's element by
+/// element tiers: at 50257 and 65535 columns the `big` kernel takes half to three quarters of
+/// the widest tier's time; at 7777 it took 1.8 times the tier's (measured with the aligned
+/// pieces inside the kernel's one loop, the build before they got an instance of their own).
 const BIG_UNALIGNED_COLS: usize = 32768;
 
 /// Rows of 2-byte elements whose width is not a multiple of an 8-byte vector: every other row
@@ -203,8 +203,8 @@ fn unaligned_16bit(n_cols: usize, dtype: DType) -> bool {
 }
 
 /// The kernel for a row: a resident tier, its instance for 16-bit rows without vectors (the
-/// backward only, see [`LaunchPlan::words_when_unaligned`]), or the `big` kernel that streams
-/// the row twice.
+/// norms only, see [`LaunchPlan::words_when_unaligned`]), or the `big` kernel that streams the
+/// row twice.
 #[derive(Debug, Clone, Copy)]
 enum Kernel<'a> {
     Resident(&'a Tier),
@@ -286,7 +286,8 @@ impl<'a> LaunchPlan<'a> {
 
     /// The `big` kernel for rows of 2-byte elements that fit no 8-byte vector (odd widths),
     /// past [`BIG_UNALIGNED_COLS`] columns: the tiers load such rows element by element, the
-    /// `big` kernel in aligned pieces. For the forward kernels: the backward tiers end there.
+    /// `big` kernel in aligned pieces. For the softmax forward, whose tiers have no `words`
+    /// instances (the backward tiers end there).
     fn big_when_unaligned(self, n_cols: usize, dtype: DType) -> Self {
         if unaligned_16bit(n_cols, dtype) && n_cols > BIG_UNALIGNED_COLS {
             Self::big(n_cols, dtype)
@@ -297,9 +298,10 @@ impl<'a> LaunchPlan<'a> {
 
     /// The tier's `words` instance for rows of 2-byte elements that fit no 8-byte vector: it
     /// loads and stores a row's full 16-byte slots in the widest aligned pieces, where the tier
-    /// goes element by element (the tiers of one row per block; the others' instances keep
-    /// element accesses, faster there). For the backward of the norms (the layer norm and the
-    /// RMS norm), whose 16-bit tiers have these instances.
+    /// goes element by element (the backward's tiers of one row per block and the forward's of
+    /// one row per warp; the others' instances keep element accesses, faster there). For the
+    /// norms (the layer norm and the RMS norm), whose 16-bit tiers have these instances in both
+    /// directions: in the forward up to the widest tier, where they beat the `big` kernel.
     fn words_when_unaligned(self, n_cols: usize, dtype: DType) -> Self {
         match self.kernel {
             Kernel::Resident(tier) if unaligned_16bit(n_cols, dtype) => Self {
@@ -424,7 +426,7 @@ where
     if el_count > 0 {
         let n_rows = el_count / n_cols;
         let plan = LaunchPlan::new(Direction::Fwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0)
-            .big_when_unaligned(n_cols, T::DTYPE);
+            .words_when_unaligned(n_cols, T::DTYPE);
         let name = plan.kernel.name(norm.prefix(), Direction::Fwd, T::DTYPE);
         let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
         plan.prepare(&func)?;
@@ -839,9 +841,11 @@ mod tests {
                     for n_cols in 1..=70_000 {
                         let mut plan =
                             LaunchPlan::new(dir.tiers(dtype), n_cols, dtype, 1, max_smem);
-                        if dir == Direction::Bwd && op != SOFTMAX {
-                            plan = plan.words_when_unaligned(n_cols, dtype);
-                        }
+                        plan = match (op, dir) {
+                            (SOFTMAX, Direction::Fwd) => plan.big_when_unaligned(n_cols, dtype),
+                            (SOFTMAX, Direction::Bwd) => plan,
+                            _ => plan.words_when_unaligned(n_cols, dtype),
+                        };
                         match (plan.kernel, dir) {
                             (Kernel::Big, Direction::Bwd) if op != SOFTMAX => {
                                 names.extend(SplitTiers::names(op, dtype))
@@ -890,18 +894,25 @@ mod tests {
     }
 
     #[test]
-    fn unaligned_16bit_rows_take_the_words_backward() {
-        let name = |dtype, n_cols| {
-            LaunchPlan::new(Direction::Bwd.tiers(dtype), n_cols, dtype, 1, usize::MAX)
+    fn unaligned_16bit_rows_take_the_words_instances() {
+        let name = |dir: Direction, dtype, n_cols| {
+            LaunchPlan::new(dir.tiers(dtype), n_cols, dtype, 1, usize::MAX)
                 .words_when_unaligned(n_cols, dtype)
                 .kernel
-                .name(Norm::Layer.prefix(), Direction::Bwd, dtype)
+                .name(Norm::Layer.prefix(), dir, dtype)
         };
-        assert_eq!(name(DType::BF16, 7777), "layernorm_bwd_l512v2s_words_bf16");
-        assert!(name(DType::F16, 17).ends_with("_words_f16"));
+        let bwd = |dtype, n_cols| name(Direction::Bwd, dtype, n_cols);
+        assert_eq!(bwd(DType::BF16, 7777), "layernorm_bwd_l512v2s_words_bf16");
+        assert!(bwd(DType::F16, 17).ends_with("_words_f16"));
         // Rows that take 8-byte vectors, and 4-byte dtypes, keep the tier.
-        assert_eq!(name(DType::BF16, 7780), "layernorm_bwd_l512v2s_bf16");
-        assert!(!name(DType::F32, 7777).contains("words"));
+        assert_eq!(bwd(DType::BF16, 7780), "layernorm_bwd_l512v2s_bf16");
+        assert!(!bwd(DType::F32, 7777).contains("words"));
+        // The forward's widest tier too: it beats the `big` kernel there.
+        let fwd = |dtype, n_cols| name(Direction::Fwd, dtype, n_cols);
+        assert_eq!(fwd(DType::BF16, 65535), "layernorm_fwd_l1024v8_words_bf16");
+        assert!(fwd(DType::F16, 3001).ends_with("_words_f16"));
+        assert!(!fwd(DType::BF16, 3000).contains("words"));
+        assert!(!fwd(DType::F32, 3001).contains("words"));
         // Past the tiers the split backward takes any row.
         let plan = LaunchPlan::new(Direction::Bwd.tiers(DType::BF16), 70001, DType::BF16, 1, 0);
         assert!(matches!(

@@ -140,6 +140,26 @@ fn rms_norm_grad(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// The fused forward against `rms_norm_slow` in f64 at odd widths, in the range of every
+/// forward tier (and past the narrow ones): nine rows, so that 16-bit rows start at every offset
+/// in a 16-byte word.
+fn rms_norm_fwd_odd(dev: &Device) -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(65);
+    let rows = 9;
+    for n in [3, 17, 201, 1001, 3001, 7777, 15001, 30001, 65535] {
+        let x = rand_vec(&mut rng, rows * n, -2., 2.);
+        let alpha = rand_vec(&mut rng, n, -1.5, 1.5);
+        for dtype in dtypes(dev) {
+            let (xt, xr) = tensor(&x, (rows, n), dtype, dev)?;
+            let (at, ar) = tensor(&alpha, n, dtype, dev)?;
+            let got = candle_nn::ops::rms_norm(&xt, &at, EPS)?;
+            let want = candle_nn::ops::rms_norm_slow(&xr, &ar, EPS)?;
+            check(&format!("y {dtype:?} n={n}"), &got, &want, tol(dtype, n))?;
+        }
+    }
+    Ok(())
+}
+
 /// Finite differences of the fused f64 forward against its backward (cpu only: f64 kernels
 /// elsewhere may compute in f32).
 fn rms_norm_grad_fd(dev: &Device) -> Result<()> {
@@ -257,6 +277,12 @@ fn rms_norm_deterministic(dev: &Device) -> Result<()> {
 }
 
 test_device!(rms_norm_grad, rms_grad_cpu, rms_grad_gpu, rms_grad_metal);
+test_device!(
+    rms_norm_fwd_odd,
+    rms_fwd_odd_cpu,
+    rms_fwd_odd_gpu,
+    rms_fwd_odd_metal
+);
 test_device!(
     rms_norm_grad_fd,
     rms_grad_fd_cpu,
