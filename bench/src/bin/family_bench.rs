@@ -61,6 +61,15 @@ fn cases(scale: usize) -> Vec<Case> {
             op: "softmax_last_dim",
             dims: vec![s(2048), 50257],
         },
+        // Odd widths inside the tiers: a vocabulary of 32000 and one added token, and 3001.
+        Case {
+            op: "softmax_last_dim",
+            dims: vec![s(2048), 32001],
+        },
+        Case {
+            op: "softmax_last_dim",
+            dims: vec![s(8192), 3001],
+        },
         Case {
             op: "rope",
             dims: vec![1, 32, s(4096), 128],
