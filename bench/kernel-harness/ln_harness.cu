@@ -361,10 +361,16 @@ template <typename T> struct Problem {
     if (!grid)
       grid = bwd_grid;
     bwd_main(grid, want_dw, want_db);
+    reduce(grid, want_dw, want_db);
+  }
+  // The partials of `grid` blocks summed as layer_norm_cuda.rs does (reduce_parts).
+  void reduce(int grid = 0, bool want_dw = true, bool want_db = true) {
+    if (!grid)
+      grid = bwd_grid;
     if (ncols > 0) {
-      KT<T>::red()<<<(unsigned)((ncols + 31) / 32), 1024>>>(want_dw ? dwp.p : nullptr, want_db ? dbp.p : nullptr,
-                                                           want_dw ? ddw.p : nullptr, want_db ? ddb.p : nullptr,
-                                                           grid, ncols);
+      KT<T>::red()<<<(unsigned)((ncols + 31) / 32), 1024>>>(
+          want_dw ? dwp.p : nullptr, want_db ? dbp.p : nullptr, want_dw ? ddw.p : nullptr,
+          want_db ? ddb.p : nullptr, grid, ncols);
       CK(cudaGetLastError());
     }
   }
@@ -635,10 +641,11 @@ template <typename T> static void bench(int64_t R, int64_t C, bool sweep) {
   const double tf = time_us([&] { P.fwd(); });
   const double tb = time_us([&] { P.bwd_main(); });
   const double tbr = time_us([&] { P.bwd(); });
+  const double tr = time_us([&] { P.reduce(); });
   printf("bench %-4s %6lldx%-6lld fwd %-8s%s grid %6d %8.1f us %7.0f GB/s | bwd %-8s%s grid %5d %8.1f us %7.0f GB/s"
-         " | bwd+reduce %8.1f us %7.0f GB/s\n",
+         " | bwd+reduce %8.1f us %7.0f GB/s | reduce %6.1f us\n",
          KT<T>::name(), (long long)R, (long long)C, P.fwd_name(), P.fwords ? "-words" : "", P.fwd_grid, tf, fbytes / (tf * 1e-6) / 1e9,
-         P.bwd_name(), P.words ? "-words" : "", P.bwd_grid, tb, bbytes / (tb * 1e-6) / 1e9, tbr, bbytes / (tbr * 1e-6) / 1e9);
+         P.bwd_name(), P.words ? "-words" : "", P.bwd_grid, tb, bbytes / (tb * 1e-6) / 1e9, tbr, bbytes / (tbr * 1e-6) / 1e9, tr);
   if (!sweep)
     return;
   const int64_t V = 16 / sizeof(T), nvec = (C + V - 1) / V;
