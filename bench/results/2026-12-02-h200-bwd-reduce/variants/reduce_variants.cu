@@ -1,10 +1,11 @@
 // Device call 5 experiment: which part of the new parameter reduce costs time at 132-1188
-// partials? Four variants of the f32 reduce over [nparts x ncols] partials, timed alone:
+// partials? Five variants of the f32 reduce over [nparts x ncols] partials, timed alone:
 //   old:  pin 0052 (32 columns x 32 slices, unroll-4 loop per gradient, thread (c, 0) adds
 //         the 32 slice sums serially, padded shared memory)
 //   new:  this change (slices from reduce_slices, 8 predicated loads per gradient, tree)
 //   newS: new loads, old final sum (serial by thread (c, 0), one barrier)
 //   oldT: old loads, new tree
+//   oldR: old loads and serial sum, with the new choice of slices
 // Build: nvcc -O3 -arch=sm_90 reduce_variants.cu -o rv
 #include <cstdio>
 #include <cstdint>
