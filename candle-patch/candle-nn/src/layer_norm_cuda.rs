@@ -7,7 +7,7 @@
 use std::sync::OnceLock;
 
 use candle::cuda_backend::cudarc::driver::{
-    sys, CudaFunction, CudaSlice, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg,
+    sys, CudaFunction, CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg,
     ValidAsZeroBits,
 };
 use candle::cuda_backend::{kernel_name, kernels, CudaDType, WrapErr};
@@ -454,8 +454,9 @@ where
 /// over a persistent grid whose size only depends on the shape and the device, a second kernel
 /// adds the partial sums in a fixed order. No atomics, so the result is deterministic.
 ///
-/// Returns one buffer: `dx` (the shape of `xs`), then `dalpha` and `dbeta` (`n_cols` each) for
-/// those requested. `A` is the accumulation type of the kernels (f64 for f64, f32 otherwise).
+/// Returns `dx` (the shape of `xs`) and, each in a buffer of its own, `dalpha` and `dbeta`
+/// (`n_cols` each) for those requested. `A` is the accumulation type of the kernels (f64 for
+/// f64, f32 otherwise).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn bwd<T, A>(
     dev: &CudaDevice,
@@ -466,7 +467,7 @@ pub(crate) fn bwd<T, A>(
     eps: f32,
     alpha_grad: bool,
     beta_grad: bool,
-) -> Result<CudaStorage>
+) -> Result<(CudaStorage, Vec<CudaStorage>)>
 where
     T: CudaDType + WithDType + DeviceRepr + ValidAsZeroBits,
     A: DeviceRepr + ValidAsZeroBits,
@@ -476,14 +477,18 @@ where
     let alpha = opt_view::<T>(alpha, "alpha")?;
     let el_count = l.shape().elem_count();
     let n_cols = l.dims().last().copied().unwrap_or(1);
-    let n_params = alpha_grad as usize + beta_grad as usize;
     if el_count == 0 {
-        let dst = dev.alloc_zeros::<T>(n_params * n_cols)?;
-        return Ok(CudaStorage::wrap_cuda_slice(dst, dev.clone()));
+        // Zero parameter gradients; dx has no element (the cuda backend cannot allocate an
+        // empty buffer, one element holds it).
+        let dx = dev.alloc_zeros::<T>(1)?;
+        let zeros = |want: bool| want.then(|| dev.alloc_zeros::<T>(n_cols)).transpose();
+        return Ok(outputs(dev, dx, zeros(alpha_grad)?, zeros(beta_grad)?));
     }
     let n_rows = el_count / n_cols;
     // SAFETY: Set later by running the kernels.
-    let mut dst = unsafe { dev.alloc::<T>(el_count + n_params * n_cols)? };
+    let mut dxs = unsafe { dev.alloc::<T>(el_count)? };
+    let [dalpha, dbeta] = [alpha_grad, beta_grad].map(|want| alloc_parts::<T>(dev, want, n_cols));
+    let (mut dalpha, mut dbeta) = (dalpha?, dbeta?);
 
     // Shared memory partial sums: two rows of `n_cols` (rounded up to whole vectors) `A`s.
     let elem_per_vec = 16 / T::DTYPE.size_in_bytes();
@@ -518,19 +523,18 @@ where
         }
     }
     if matches!(plan.kernel, Kernel::Big) {
-        return bwd_split::<T, A>(
+        bwd_split::<T, A>(
             dev,
             norm,
             &xs,
             &grad,
             alpha.as_ref(),
             eps,
-            dst,
+            (&mut dxs, dalpha.as_mut(), dbeta.as_mut()),
             n_rows,
             n_cols,
-            alpha_grad,
-            beta_grad,
-        );
+        )?;
+        return Ok(outputs(dev, dxs, dalpha, dbeta));
     }
     let func = load(&plan)?;
     plan.prepare(&func)?;
@@ -539,7 +543,6 @@ where
         [alpha_grad, beta_grad].map(|want| alloc_parts::<A>(dev, want, n_blocks * n_cols));
     let (dalpha_part, dbeta_part) = (dalpha_part?, dbeta_part?);
     let null = 0u64;
-    let (mut dxs, dparams) = dst.split_at_mut(el_count);
     {
         let mut builder = func.builder();
         builder.arg(&xs);
@@ -563,13 +566,27 @@ where
     }
     reduce_parts::<T, A>(
         dev,
-        dparams,
+        (dalpha.as_mut(), dbeta.as_mut()),
         dalpha_part.as_ref(),
         dbeta_part.as_ref(),
         n_blocks,
         n_cols,
     )?;
-    Ok(CudaStorage::wrap_cuda_slice(dst, dev.clone()))
+    Ok(outputs(dev, dxs, dalpha, dbeta))
+}
+
+/// The storages [`bwd`] returns: `dx` and the parameter gradients computed.
+fn outputs<T: CudaDType + WithDType>(
+    dev: &CudaDevice,
+    dxs: CudaSlice<T>,
+    dalpha: Option<CudaSlice<T>>,
+    dbeta: Option<CudaSlice<T>>,
+) -> (CudaStorage, Vec<CudaStorage>) {
+    let wrap = |s| CudaStorage::wrap_cuda_slice(s, dev.clone());
+    (
+        wrap(dxs),
+        [dalpha, dbeta].into_iter().flatten().map(wrap).collect(),
+    )
 }
 
 /// `n` partial sums for one parameter's gradient, or none when it is not asked for.
@@ -595,12 +612,10 @@ fn bwd_split<T, A>(
     grad: &CudaView<T>,
     alpha: Option<&CudaView<T>>,
     eps: f32,
-    mut dst: CudaSlice<T>,
+    (dxs, dalpha, dbeta): BwdOutputs<T>,
     n_rows: usize,
     n_cols: usize,
-    alpha_grad: bool,
-    beta_grad: bool,
-) -> Result<CudaStorage>
+) -> Result<()>
 where
     T: CudaDType + WithDType + DeviceRepr + ValidAsZeroBits,
     A: DeviceRepr + ValidAsZeroBits,
@@ -629,11 +644,10 @@ where
         .min(u16::MAX as usize);
     // SAFETY: Set later by running the kernel, every (row, segment) is written.
     let stats = unsafe { dev.alloc::<A>(n_rows * n_segs * 4)? };
-    let [dalpha_part, dbeta_part] =
-        [alpha_grad, beta_grad].map(|want| alloc_parts::<A>(dev, want, n_parts * n_cols));
+    let [dalpha_part, dbeta_part] = [dalpha.is_some(), dbeta.is_some()]
+        .map(|want| alloc_parts::<A>(dev, want, n_parts * n_cols));
     let (dalpha_part, dbeta_part) = (dalpha_part?, dbeta_part?);
     let null = 0u64;
-    let (mut dxs, dparams) = dst.split_at_mut(n_rows * n_cols);
     {
         let mut builder = stats_func.builder();
         builder.arg(xs);
@@ -661,7 +675,7 @@ where
             None => builder.arg(&null),
         };
         builder.arg(&stats);
-        builder.arg(&mut dxs);
+        builder.arg(dxs);
         match &dalpha_part {
             Some(p) => builder.arg(p),
             None => builder.arg(&null),
@@ -681,20 +695,27 @@ where
     }
     reduce_parts::<T, A>(
         dev,
-        dparams,
+        (dalpha, dbeta),
         dalpha_part.as_ref(),
         dbeta_part.as_ref(),
         n_parts,
         n_cols,
     )?;
-    Ok(CudaStorage::wrap_cuda_slice(dst, dev.clone()))
+    Ok(())
 }
 
+/// The buffers of the backward's results: `dx`, and `dalpha` and `dbeta` when requested.
+type BwdOutputs<'a, T> = (
+    &'a mut CudaSlice<T>,
+    Option<&'a mut CudaSlice<T>>,
+    Option<&'a mut CudaSlice<T>>,
+);
+
 /// Adds the `n_parts` partial rows of each requested parameter gradient, in a fixed order, into
-/// `dparams` (`dalpha` then `dbeta`, `n_cols` each, those requested).
+/// `dalpha` and `dbeta` (`n_cols` each, those requested).
 fn reduce_parts<T, A>(
     dev: &CudaDevice,
-    mut dparams: CudaViewMut<T>,
+    (dalpha, dbeta): (Option<&mut CudaSlice<T>>, Option<&mut CudaSlice<T>>),
     dalpha_part: Option<&CudaSlice<A>>,
     dbeta_part: Option<&CudaSlice<A>>,
     n_parts: usize,
@@ -704,10 +725,8 @@ where
     T: CudaDType + WithDType + DeviceRepr,
     A: DeviceRepr,
 {
-    let (alpha_grad, beta_grad) = (dalpha_part.is_some(), dbeta_part.is_some());
     let null = 0u64;
-    if alpha_grad || beta_grad {
-        let (mut dalpha, mut dbeta) = dparams.split_at_mut(if alpha_grad { n_cols } else { 0 });
+    if dalpha_part.is_some() || dbeta_part.is_some() {
         // 32 columns x 32 slices per block, see layer_norm.cu.
         let cfg = LaunchConfig {
             grid_dim: (n_cols.div_ceil(32) as u32, 1, 1),
@@ -725,13 +744,13 @@ where
             Some(p) => builder.arg(p),
             None => builder.arg(&null),
         };
-        match alpha_grad {
-            true => builder.arg(&mut dalpha),
-            false => builder.arg(&null),
+        match dalpha {
+            Some(d) => builder.arg(d),
+            None => builder.arg(&null),
         };
-        match beta_grad {
-            true => builder.arg(&mut dbeta),
-            false => builder.arg(&null),
+        match dbeta {
+            Some(d) => builder.arg(d),
+            None => builder.arg(&null),
         };
         candle::builder_arg!(builder, n_parts as i64, n_cols as i64);
         // SAFETY: ffi.

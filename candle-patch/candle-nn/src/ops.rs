@@ -772,10 +772,11 @@ fn rms_norm_cpu_bwd<T: LayerNormDType>(
     dst
 }
 
-/// The fused rms-norm backward on the cpu, its single output packs `dx` then `dalpha`.
-#[derive(Debug, Clone)]
+/// The fused rms-norm backward: its output is `dx`, `dalpha` goes to `params`.
+#[derive(Debug)]
 struct RmsNormBwd {
     eps: f32,
+    params: ParamGrads,
 }
 
 impl candle::CustomOp3 for RmsNormBwd {
@@ -797,26 +798,26 @@ impl candle::CustomOp3 for RmsNormBwd {
             (xs, l1): (&CpuStorage, &Layout),
             (grad, l2): (&CpuStorage, &Layout),
             (alpha, l3): (&CpuStorage, &Layout),
-            eps: f32,
+            op: &RmsNormBwd,
         ) -> Result<CpuStorage> {
             let xs = layer_norm_cpu_slice::<T>(xs, l1, "input")?;
             let grad = layer_norm_cpu_slice::<T>(grad, l2, "grad")?;
             let alpha = layer_norm_cpu_slice::<T>(alpha, l3, "alpha")?;
             let n_cols = alpha.len();
-            Ok(candle::WithDType::to_cpu_storage_owned(rms_norm_cpu_bwd(
-                xs, grad, alpha, n_cols, eps,
-            )))
+            let mut dst = rms_norm_cpu_bwd(xs, grad, alpha, n_cols, op.eps);
+            let dalpha = candle::WithDType::to_cpu_storage_owned(dst.split_off(xs.len()));
+            op.params.push(candle::Storage::Cpu(dalpha), n_cols)?;
+            Ok(candle::WithDType::to_cpu_storage_owned(dst))
         }
         let (x, g, a) = ((s1, l1), (s2, l2), (s3, l3));
         let storage = match s1.dtype() {
-            DType::BF16 => inner::<half::bf16>(x, g, a, self.eps)?,
-            DType::F16 => inner::<half::f16>(x, g, a, self.eps)?,
-            DType::F32 => inner::<f32>(x, g, a, self.eps)?,
-            DType::F64 => inner::<f64>(x, g, a, self.eps)?,
+            DType::BF16 => inner::<half::bf16>(x, g, a, self)?,
+            DType::F16 => inner::<half::f16>(x, g, a, self)?,
+            DType::F32 => inner::<f32>(x, g, a, self)?,
+            DType::F64 => inner::<f64>(x, g, a, self)?,
             dt => candle::bail!("rms-norm is not implemented for {dt:?}"),
         };
-        let n_cols = l3.shape().elem_count();
-        Ok((storage, Shape::from(l1.shape().elem_count() + n_cols)))
+        Ok((storage, l1.shape().clone()))
     }
 
     #[cfg(feature = "cuda")]
@@ -841,7 +842,7 @@ impl candle::CustomOp3 for RmsNormBwd {
         let (x, g, a, eps) = ((s1, l1), (s2, l2), Some((s3, l3)), self.eps);
         // dx and dalpha, no dbeta.
         let (rms, da, db) = (Norm::Rms, true, false);
-        let storage = match s1.dtype() {
+        let (storage, params) = match s1.dtype() {
             DType::BF16 => layer_norm_cuda::bwd::<half::bf16, f32>(dev, rms, x, g, a, eps, da, db)?,
             DType::F16 => layer_norm_cuda::bwd::<half::f16, f32>(dev, rms, x, g, a, eps, da, db)?,
             DType::F32 => layer_norm_cuda::bwd::<f32, f32>(dev, rms, x, g, a, eps, da, db)?,
@@ -849,7 +850,10 @@ impl candle::CustomOp3 for RmsNormBwd {
             dt => candle::bail!("rms-norm is not implemented for {dt:?}"),
         };
         let n_cols = l3.shape().elem_count();
-        Ok((storage, Shape::from(l1.shape().elem_count() + n_cols)))
+        for grad in params {
+            self.params.push(candle::Storage::Cuda(grad), n_cols)?;
+        }
+        Ok((storage, l1.shape().clone()))
     }
 }
 
@@ -864,14 +868,12 @@ pub fn rms_norm_bwd(
     let n_cols = alpha.dims1()?;
     if xs.device().is_cpu() || xs.device().is_cuda() {
         let (xs, grad) = (xs.contiguous()?, grad.contiguous()?);
-        let packed = xs.apply_op3_no_bwd(&grad, &alpha.contiguous()?, &RmsNormBwd { eps })?;
-        let el_count = xs.elem_count();
-        let dxs = packed.narrow(0, 0, el_count)?.reshape(xs.shape())?;
-        // A copy: as a view, dalpha would keep the activation-sized buffer alive.
-        let dalpha = match alpha.track_op() {
-            true => Some(packed.narrow(0, el_count, n_cols)?.force_contiguous()?),
-            false => None,
+        let op = RmsNormBwd {
+            eps,
+            params: ParamGrads::default(),
         };
+        let dxs = xs.apply_op3_no_bwd(&grad, &alpha.contiguous()?, &op)?;
+        let dalpha = alpha.track_op().then(|| op.params.take(&xs)).transpose()?;
         return Ok((dxs, dalpha));
     }
     let dtype = xs.dtype();
@@ -1884,28 +1886,13 @@ pub fn layer_norm_bwd(
         eps,
         has_alpha: alpha.is_some(),
         has_beta: beta_grad,
+        params: ParamGrads::default(),
     };
-    let packed = match alpha {
+    let dxs = match alpha {
         None => xs.apply_op2_no_bwd(&grad, &op)?,
         Some(alpha) => xs.apply_op3_no_bwd(&grad, &alpha.contiguous()?, &op)?,
     };
-    // dalpha and dbeta are copied out of `packed`: as views they would keep it alive, an
-    // activation-sized buffer for each weight gradient in a `GradStore`. dxs stays a view, it
-    // is the bulk of `packed` (backprop stores a copy when it is the gradient of a variable).
-    let el_count = xs.elem_count();
-    let dxs = packed.narrow(0, 0, el_count)?.reshape(xs.shape())?;
-    let mut offset = el_count;
-    let mut param = |present: bool| -> Result<Option<Tensor>> {
-        if !present {
-            return Ok(None);
-        }
-        offset += n_cols;
-        Ok(Some(
-            packed
-                .narrow(0, offset - n_cols, n_cols)?
-                .force_contiguous()?,
-        ))
-    };
+    let param = |present: bool| present.then(|| op.params.take(&xs)).transpose();
     let dalpha = param(alpha.is_some())?;
     let dbeta = param(beta_grad)?;
     Ok((dxs, dalpha, dbeta))
@@ -2066,22 +2053,79 @@ impl candle::CustomOp3 for LayerNorm {
     }
 }
 
-/// The fused layer norm backward, its single output packs `dx`, then `dalpha` and `dbeta` when
-/// requested.
-#[derive(Debug, Clone)]
+/// The parameter gradients a fused backward computes beside `dx`, each in a buffer of its own:
+/// a custom op returns one storage, so the op leaves these here, in order, and
+/// [`ParamGrads::take`] hands each out as a tensor. As views of a buffer shared with `dx` they
+/// would keep an activation-sized buffer alive in a `GradStore`; copied out, they would cost a
+/// copy each.
+#[derive(Debug, Default)]
+struct ParamGrads(std::sync::Mutex<std::collections::VecDeque<(candle::Storage, usize)>>);
+
+impl ParamGrads {
+    fn push(&self, storage: candle::Storage, len: usize) -> Result<()> {
+        let mut grads = self
+            .0
+            .lock()
+            .map_err(|_| candle::Error::msg("param grads poisoned"))?;
+        grads.push_back((storage, len));
+        Ok(())
+    }
+
+    fn pop(&self) -> Result<(candle::Storage, usize)> {
+        let mut grads = self
+            .0
+            .lock()
+            .map_err(|_| candle::Error::msg("param grads poisoned"))?;
+        grads
+            .pop_front()
+            .ok_or_else(|| candle::Error::msg("the fused backward left no parameter gradient"))
+    }
+
+    /// The next parameter gradient, a tensor on the device of `like`.
+    fn take(&self, like: &Tensor) -> Result<Tensor> {
+        like.apply_op1_no_bwd(&TakeParamGrad(self))
+    }
+}
+
+/// A custom op whose output is the next storage of a [`ParamGrads`] (its input is unused).
+struct TakeParamGrad<'a>(&'a ParamGrads);
+
+impl candle::CustomOp1 for TakeParamGrad<'_> {
+    fn name(&self) -> &'static str {
+        "param-grad"
+    }
+
+    fn cpu_fwd(&self, _: &CpuStorage, _: &Layout) -> Result<(CpuStorage, Shape)> {
+        match self.0.pop()? {
+            (candle::Storage::Cpu(s), len) => Ok((s, Shape::from(len))),
+            _ => candle::bail!("param-grad: a gradient of another device"),
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        _: &candle::CudaStorage,
+        _: &Layout,
+    ) -> Result<(candle::CudaStorage, Shape)> {
+        match self.0.pop()? {
+            (candle::Storage::Cuda(s), len) => Ok((s, Shape::from(len))),
+            _ => candle::bail!("param-grad: a gradient of another device"),
+        }
+    }
+}
+
+/// The fused layer norm backward: its output is `dx`, `dalpha` and `dbeta` (when requested) go
+/// to `params`.
+#[derive(Debug)]
 struct LayerNormBwd {
     eps: f32,
     has_alpha: bool,
     has_beta: bool,
+    params: ParamGrads,
 }
 
 impl LayerNormBwd {
-    fn packed_shape(&self, l: &Layout) -> Shape {
-        let n_cols = l.dims().last().copied().unwrap_or(1);
-        let n_params = self.has_alpha as usize + self.has_beta as usize;
-        Shape::from(l.shape().elem_count() + n_params * n_cols)
-    }
-
     fn fwd_cpu(
         &self,
         (xs, l): (&CpuStorage, &Layout),
@@ -2111,7 +2155,15 @@ impl LayerNormBwd {
                 Some((s, l)) => Some(layer_norm_cpu_slice::<T>(s, l, "alpha")?),
             };
             let (eps, alpha_grad) = (op.eps, op.has_alpha);
-            let dst = layer_norm_cpu_bwd(xs, grad, alpha, n_cols, eps, alpha_grad, op.has_beta);
+            let mut dst = layer_norm_cpu_bwd(xs, grad, alpha, n_cols, eps, alpha_grad, op.has_beta);
+            let mut params = dst.split_off(xs.len());
+            let dbeta = params.split_off(if alpha_grad { n_cols } else { 0 });
+            for (want, grad) in [(alpha_grad, params), (op.has_beta, dbeta)] {
+                if want {
+                    let grad = candle::WithDType::to_cpu_storage_owned(grad);
+                    op.params.push(candle::Storage::Cpu(grad), n_cols)?;
+                }
+            }
             Ok(candle::WithDType::to_cpu_storage_owned(dst))
         }
         let (x, g) = ((xs, l), (grad, grad_l));
@@ -2122,7 +2174,7 @@ impl LayerNormBwd {
             DType::F64 => inner::<f64>(self, x, g, alpha, n_cols)?,
             dt => candle::bail!("layer-norm is not implemented for {dt:?}"),
         };
-        Ok((storage, self.packed_shape(l)))
+        Ok((storage, l.shape().clone()))
     }
 
     #[cfg(feature = "cuda")]
@@ -2143,7 +2195,7 @@ impl LayerNormBwd {
         let dev = xs.device();
         let (x, g, eps) = ((xs, l), (grad, grad_l), self.eps);
         let (da, db) = (self.has_alpha, self.has_beta);
-        let storage = match xs.dtype() {
+        let (storage, params) = match xs.dtype() {
             DType::BF16 => {
                 layer_norm_cuda::bwd::<half::bf16, f32>(dev, Norm::Layer, x, g, alpha, eps, da, db)?
             }
@@ -2158,7 +2210,11 @@ impl LayerNormBwd {
             }
             dt => candle::bail!("layer-norm is not implemented for {dt:?}"),
         };
-        Ok((storage, self.packed_shape(l)))
+        let n_cols = l.dims().last().copied().unwrap_or(1);
+        for grad in params {
+            self.params.push(candle::Storage::Cuda(grad), n_cols)?;
+        }
+        Ok((storage, l.shape().clone()))
     }
 }
 

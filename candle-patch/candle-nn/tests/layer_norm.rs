@@ -295,10 +295,9 @@ fn ln_storage_len(t: &Tensor) -> Result<usize> {
     Ok(len)
 }
 
-/// The gradients of the weight and bias own their memory: neither is a view of the buffer the
-/// fused backward computes the three gradients into, which would keep an activation-sized
-/// buffer alive for as long as the weight gradient. The input gradient, all but a few rows of
-/// that buffer, may stay a view of it.
+/// The three gradients own their memory: none is a view of a buffer shared with another, which
+/// for the weight and bias would keep an activation-sized buffer alive for as long as the weight
+/// gradient, and for the input would cost a copy of each parameter gradient.
 fn layer_norm_grads_own_storage(dev: &Device) -> Result<()> {
     let mut rng = StdRng::seed_from_u64(51);
     let (rows, n) = (16, 64);
@@ -323,19 +322,31 @@ fn layer_norm_grads_own_storage(dev: &Device) -> Result<()> {
             params.push(("input", &xv));
             for (name, var) in params {
                 let g = grads.get(var).context(format!("no grad for the {name}"))?;
-                // What the input gradient may pin: the parameter gradients packed after it.
-                let extra = match name {
-                    "input" => (with_w as usize + with_b as usize) * n,
-                    _ => 0,
-                };
                 let storage = ln_storage_len(g)?;
                 assert!(
-                    g.elem_count() == var.elem_count()
-                        && (var.elem_count()..=var.elem_count() + extra).contains(&storage),
+                    g.elem_count() == var.elem_count() && storage == var.elem_count(),
                     "storage behind the {name} grad: {storage} for {} elements, {dtype:?} \
                      weight={with_w} bias={with_b}",
                     g.elem_count()
                 );
+            }
+        }
+        // The fused backward ops themselves: each gradient in its own buffer, none a view.
+        if !dev.is_metal() {
+            let eps = LN_EPS as f32;
+            let (dx, dw, db) = candle_nn::ops::layer_norm_bwd(&xv, Some(&wv), &dy, eps, true)?;
+            let (rms_dx, rms_dw) = candle_nn::ops::rms_norm_bwd(&xv, &wv, &dy, eps)?;
+            let grads = [
+                ("dx", Some(dx)),
+                ("dw", dw),
+                ("db", db),
+                ("rms dx", Some(rms_dx)),
+                ("rms dw", rms_dw),
+            ];
+            for (name, g) in grads {
+                let g = g.context(format!("no {name}"))?;
+                let storage = ln_storage_len(&g)?;
+                assert_eq!(storage, g.elem_count(), "storage behind {name}, {dtype:?}");
             }
         }
     }
