@@ -2059,26 +2059,25 @@ impl candle::CustomOp3 for LayerNorm {
 /// would keep an activation-sized buffer alive in a `GradStore`; copied out, they would cost a
 /// copy each.
 #[derive(Debug, Default)]
-struct ParamGrads(std::sync::Mutex<std::collections::VecDeque<(candle::Storage, usize)>>);
+struct ParamGrads(std::sync::Mutex<ParamGradQueue>);
+
+/// Each gradient's storage and its number of elements.
+type ParamGradQueue = std::collections::VecDeque<(candle::Storage, usize)>;
 
 impl ParamGrads {
+    fn queue(&self) -> Result<std::sync::MutexGuard<'_, ParamGradQueue>> {
+        let msg = "a thread panicked while holding the fused backward's parameter gradients";
+        self.0.lock().map_err(|_| candle::Error::msg(msg))
+    }
+
     fn push(&self, storage: candle::Storage, len: usize) -> Result<()> {
-        let mut grads = self
-            .0
-            .lock()
-            .map_err(|_| candle::Error::msg("param grads poisoned"))?;
-        grads.push_back((storage, len));
+        self.queue()?.push_back((storage, len));
         Ok(())
     }
 
     fn pop(&self) -> Result<(candle::Storage, usize)> {
-        let mut grads = self
-            .0
-            .lock()
-            .map_err(|_| candle::Error::msg("param grads poisoned"))?;
-        grads
-            .pop_front()
-            .ok_or_else(|| candle::Error::msg("the fused backward left no parameter gradient"))
+        let next = self.queue()?.pop_front();
+        next.ok_or_else(|| candle::Error::msg("the fused backward left no parameter gradient"))
     }
 
     /// The next parameter gradient, a tensor on the device of `like`.
