@@ -589,13 +589,15 @@ fn outputs<T: CudaDType + WithDType>(
     )
 }
 
-/// `n` partial sums for one parameter's gradient, or none when it is not asked for.
+/// `n` elements for one parameter's gradient or its partial sums, or none when it is not asked
+/// for.
 fn alloc_parts<A: DeviceRepr>(
     dev: &CudaDevice,
     want: bool,
     n: usize,
 ) -> Result<Option<CudaSlice<A>>> {
-    // SAFETY: Set later by running the kernel, every block writes its partial row.
+    // SAFETY: Set later by running the kernels: every block of the backward writes its partial
+    // row, the reduction every column of the gradient.
     Ok(match want {
         true => Some(unsafe { dev.alloc::<A>(n)? }),
         false => None,

@@ -2155,9 +2155,9 @@ impl LayerNormBwd {
             };
             let (eps, alpha_grad) = (op.eps, op.has_alpha);
             let mut dst = layer_norm_cpu_bwd(xs, grad, alpha, n_cols, eps, alpha_grad, op.has_beta);
-            let mut params = dst.split_off(xs.len());
-            let dbeta = params.split_off(if alpha_grad { n_cols } else { 0 });
-            for (want, grad) in [(alpha_grad, params), (op.has_beta, dbeta)] {
+            let mut dalpha = dst.split_off(xs.len());
+            let dbeta = dalpha.split_off(if alpha_grad { n_cols } else { 0 });
+            for (want, grad) in [(alpha_grad, dalpha), (op.has_beta, dbeta)] {
                 if want {
                     let grad = candle::WithDType::to_cpu_storage_owned(grad);
                     op.params.push(candle::Storage::Cpu(grad), n_cols)?;
