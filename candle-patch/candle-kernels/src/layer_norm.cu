@@ -180,24 +180,19 @@
 #define LN_SPLIT_STATS_V LAYER_NORM_BWD_SPLIT_STATS_TIER(LN_TIER_VECS)
 #define LN_SPLIT_DX_L LAYER_NORM_BWD_SPLIT_DX_TIER(LN_TIER_LANES)
 #define LN_SPLIT_DX_V LAYER_NORM_BWD_SPLIT_DX_TIER(LN_TIER_VECS)
-// The dx kernel's launch bounds: f32 with its minimum of resident blocks, the
-// other dtypes without one (a minimum of 1 lets ptxas take 143-168 registers).
-#define LN_SPLIT_DX_BOUNDS (LN_SPLIT_DX_L)
-#define LN_SPLIT_DX_BOUNDS_F32 (LN_SPLIT_DX_L, LAYER_NORM_BWD_SPLIT_DX_MIN_BLOCKS_F32)
 
 //   <op>_bwd_split_stats_<dtype>(x, dy, w, stats, nrows, ncols)
 //     grid (segments, any), stats [nrows, segments, 4] ACC
 //   <op>_bwd_split_dx_<dtype>(x, dy, w, stats, dx, dw_part, db_part, nrows, ncols, eps)
 //     grid (column blocks, parts), dw_part / db_part [parts, ncols]
-// DX_BOUNDS: the dx kernel's __launch_bounds__ arguments, in parentheses.
-#define LN_SPLIT_KERNELS(T, ACC, S, OP, RMS, DX_BOUNDS)                                            \
+#define LN_SPLIT_KERNELS(T, ACC, S, OP, RMS)                                                       \
   extern "C" __global__ void __launch_bounds__(LN_SPLIT_STATS_L)                                  \
       OP##_bwd_split_stats_##S(const T *x, const T *dy, const T *w, ACC *stats,                   \
                                const int64_t nrows, const int64_t ncols) {                        \
     layer_norm::bwd_split_stats<T, LN_SPLIT_STATS_L, LN_SPLIT_STATS_V, RMS>(x, dy, w, stats,      \
                                                                             nrows, ncols);        \
   }                                                                                                \
-  extern "C" __global__ void __launch_bounds__ DX_BOUNDS                                           \
+  extern "C" __global__ void __launch_bounds__(LN_SPLIT_DX_L)                                     \
       OP##_bwd_split_dx_##S(const T *x, const T *dy, const T *w, const ACC *stats, T *dx,         \
                             ACC *dw_part, ACC *db_part, const int64_t nrows, const int64_t ncols, \
                             const float eps) {                                                     \
@@ -213,13 +208,13 @@
 #define LN_SWEEP_TIERS
 #endif
 
-#define LN_OPS(T, ACC, S, DX_BOUNDS)                                                               \
+#define LN_OPS(T, ACC, S)                                                                          \
   extern "C" __global__ void __launch_bounds__(layer_norm::BIG_THREADS)                           \
       layernorm_fwd_big_##S(const T *x, T *y, const T *w, const T *b, const int64_t nrows,         \
                             const int64_t ncols, const float eps) {                                \
     layer_norm::fwd_big<T>(x, y, w, b, nrows, ncols, eps);                                         \
   }                                                                                                \
-  LN_SPLIT_KERNELS(T, ACC, S, layernorm, false, DX_BOUNDS)                                        \
+  LN_SPLIT_KERNELS(T, ACC, S, layernorm, false)                                                   \
   extern "C" __global__ void __launch_bounds__(layer_norm::RED_COLS * layer_norm::RED_SLICES)     \
       layernorm_bwd_reduce_##S(const ACC *dw_part, const ACC *db_part, T *dw, T *db,               \
                                const int64_t nparts, const int64_t ncols) {                        \
@@ -230,7 +225,7 @@
                           const int64_t ncols, const float eps) {                                  \
     layer_norm::fwd_big<T, true>(x, y, w, b, nrows, ncols, eps);                                   \
   }                                                                                                \
-  LN_SPLIT_KERNELS(T, ACC, S, rmsnorm, true, DX_BOUNDS)                                          \
+  LN_SPLIT_KERNELS(T, ACC, S, rmsnorm, true)                                                     \
   extern "C" __global__ void __launch_bounds__(layer_norm::BIG_THREADS)                           \
       softmax_fwd_big_##S(const T *x, T *y, const int64_t nrows, const int64_t ncols) {            \
     layer_norm::softmax_fwd_big<T>(x, y, nrows, ncols);                                            \
@@ -259,7 +254,7 @@
 #define LN_IF16 LN_KEEP
 #define LN_IF32 LN_SWEEP_ONLY
 #define LN_WORDS LN_KEEP
-LN_OPS(__nv_bfloat16, float, bf16, LN_SPLIT_DX_BOUNDS)
+LN_OPS(__nv_bfloat16, float, bf16)
 #undef LN_T
 #undef LN_ACC
 #undef LN_S
@@ -275,7 +270,7 @@ LN_OPS(__nv_bfloat16, float, bf16, LN_SPLIT_DX_BOUNDS)
 #define LN_IF16 LN_KEEP
 #define LN_IF32 LN_SWEEP_ONLY
 #define LN_WORDS LN_KEEP
-LN_OPS(__half, float, f16, LN_SPLIT_DX_BOUNDS)
+LN_OPS(__half, float, f16)
 #undef LN_T
 #undef LN_ACC
 #undef LN_S
@@ -290,7 +285,7 @@ LN_OPS(__half, float, f16, LN_SPLIT_DX_BOUNDS)
 #define LN_IF16 LN_SWEEP_ONLY
 #define LN_IF32 LN_KEEP
 #define LN_WORDS LN_DROP
-LN_OPS(float, float, f32, LN_SPLIT_DX_BOUNDS_F32)
+LN_OPS(float, float, f32)
 #undef LN_T
 #undef LN_ACC
 #undef LN_S
@@ -304,7 +299,7 @@ LN_OPS(float, float, f32, LN_SPLIT_DX_BOUNDS_F32)
 #define LN_IF16 LN_SWEEP_ONLY
 #define LN_IF32 LN_KEEP
 #define LN_WORDS LN_DROP
-LN_OPS(double, double, f64, LN_SPLIT_DX_BOUNDS)
+LN_OPS(double, double, f64)
 #undef LN_T
 #undef LN_ACC
 #undef LN_S

@@ -73,12 +73,6 @@
 #define LAYER_NORM_BWD_SPLIT_DX_TIER(X)                                                            \
   X(l256v2, 256, 2, 0, 0, 1)
 
-// The f32 split dx kernel's minimum of resident blocks per SM (the split tier
-// rows leave min_blocks unused; the other dtypes' split kernels have none): 3
-// caps it at 80 registers without spilling, 10-22% faster than without on an
-// H200 at 9 of 10 split shapes; the 16-bit and f64 instances spill there.
-#define LAYER_NORM_BWD_SPLIT_DX_MIN_BLOCKS_F32 3
-
 #define LAYER_NORM_FWD_SWEEP_TIERS(X)                                                              \
   X(l32v8, 32, 8, 0, 0, 1)                                                                         \
   X(l64v1, 64, 1, 0, 0, 1)                                                                         \
