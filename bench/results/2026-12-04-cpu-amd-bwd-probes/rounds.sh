@@ -16,5 +16,5 @@ for i in 1 2 3; do
   torch_round 2
 done
 echo "# 1 thread"
-$here/ab1.sh '(fused_bwd|fused_fwd_bwd|fused_fwd)/' candle=$BIN
+ONE_THREAD=1 $here/ab.sh '(fused_bwd|fused_fwd_bwd|fused_fwd)/' candle=$BIN
 torch_round 1
