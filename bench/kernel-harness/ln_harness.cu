@@ -154,11 +154,16 @@ static double urand() { // [-1, 1)
 // size exceeds the opt-in maximum), blockDim = max(128, lanes),
 // rows per block = blockDim / lanes, big / split beyond the table.
 static int g_max_smem_optin = 0;
+// Their `words` instances (16-bit rows that fit no 8-byte vector) take a slot more and the
+// weights of a row span (layer_norm_cuda.rs, bwd_smem_bytes).
+template <typename T> static bool unaligned_16bit(int64_t ncols) { return sizeof(T) == 2 && ncols % 4 != 0; }
 template <typename T> static size_t bwd_smem_bytes(const Tier *all, int t, int n, int64_t ncols) {
   if (t == n || !all[t].smem)
     return 0;
   const int64_t V = 16 / sizeof(T);
-  return 2 * (size_t)((ncols + V - 1) / V * V) * sizeof(typename KT<T>::ACC);
+  const bool words = unaligned_16bit<T>(ncols);
+  const size_t slots = (size_t)((ncols + V - 1) / V + words);
+  return 2 * slots * V * sizeof(typename KT<T>::ACC) + (words ? slots * 16 : 0);
 }
 template <typename T> static int pick_tier(int64_t ncols, bool bwd) {
   const int64_t nvec = (ncols + 16 / (int64_t)sizeof(T) - 1) / (16 / (int64_t)sizeof(T));
@@ -231,6 +236,8 @@ template <typename T> struct Problem {
   int64_t nrows, ncols;
   bool has_w, has_b;
   int off;
+  // Added to off for dy's buffer (set before init): rows of x and dy at different offsets.
+  int dy_off = 0;
   float eps = 1e-5f;
   std::vector<T> x, dy, w, b;
   DBuf<T> dx_, ddy, dw_, db_, dy_out, ddx, ddw, ddb;
@@ -269,7 +276,7 @@ template <typename T> struct Problem {
       b[j] = from_d<T>(0.5 * urand());
     }
     dx_.alloc(N, o);
-    ddy.alloc(N, o);
+    ddy.alloc(N, o + dy_off);
     dw_.alloc(c, o);
     db_.alloc(c, o);
     dy_out.alloc(N, o);
@@ -284,9 +291,9 @@ template <typename T> struct Problem {
     CK(cudaMemcpy(db_.p, b.data(), c * sizeof(T), cudaMemcpyHostToDevice));
     fwd_tier = fwd_t >= 0 ? fwd_t : pick_tier<T>(c, false);
     bwd_tier = bwd_t >= 0 ? bwd_t : pick_tier<T>(c, true);
-    words = sizeof(T) == 2 && c % 4 != 0 && bwd_tier < N_ALL_BWD && KT<T>::bwd_words(ALL_BWD[bwd_tier].tag) &&
+    words = unaligned_16bit<T>(c) && bwd_tier < N_ALL_BWD && KT<T>::bwd_words(ALL_BWD[bwd_tier].tag) &&
             !getenv("LN_NO_WORDS");
-    fwords = sizeof(T) == 2 && c % 4 != 0 && fwd_tier < N_ALL_FWD && KT<T>::fwd_words(ALL_FWD[fwd_tier].tag) &&
+    fwords = unaligned_16bit<T>(c) && fwd_tier < N_ALL_FWD && KT<T>::fwd_words(ALL_FWD[fwd_tier].tag) &&
              !getenv("LN_NO_WORDS");
     const int bth = tier_threads(ALL_BWD, bwd_tier, N_ALL_BWD);
     // Forward: one block per row group, uncapped except for prefetch tiers (layer_norm_cuda.rs).
@@ -313,6 +320,9 @@ template <typename T> struct Problem {
       const int64_t bneed = std::max<int64_t>(1, (r + brpb - 1) / brpb);
       bwd_grid = (int)std::min<int64_t>(
           bneed, (int64_t)g_sms * std::max(1, occupancy(bwd_fn(), bth, bwd_smem)));
+      // A multiple of 8 blocks for the `words` instances of the `s` tiers (layer_norm_cuda.rs, bwd).
+      if (words && ALL_BWD[bwd_tier].smem && bwd_grid > 8)
+        bwd_grid = bwd_grid / 8 * 8;
     }
     // Room for the explicit small/large grids of the tests too.
     dwp.alloc((size_t)std::max(bwd_grid, 64) * c, 0);
@@ -520,7 +530,8 @@ template <typename T> static void test_dtype() {
       const int n = dir ? N_ALL_BWD : N_ALL_FWD;
       for (int t = 0; t < n; ++t) {
         const int64_t cap = (int64_t)all[t].lanes * all[t].vecs * V;
-        for (int64_t c : {cap, cap - V - 1, cap / 4 + 1}) {
+        // cap - 1: a 16-bit row that fits as a span only where it starts near a word's start.
+        for (int64_t c : {cap, cap - 1, cap - V - 1, cap / 4 + 1}) {
           if (c < 1 || (dir && bwd_smem_bytes<T>(all, t, n, c) > (size_t)g_max_smem_optin))
             continue;
           const int64_t r = std::max<int64_t>(2, std::min<int64_t>(300, 600000 / c));
@@ -529,6 +540,13 @@ template <typename T> static void test_dtype() {
           std::string lab = std::string("tier-") + (dir ? "bwd-" : "fwd-") + all[t].tag;
           check(P, lab.c_str());
           check(P, (lab + "-grid3").c_str(), 3, 3);
+          // x and dy at different offsets in a 16-byte word: no block takes its rows as spans.
+          if (c == cap - V - 1) {
+            Problem<T> Q;
+            Q.dy_off = 1;
+            Q.init(r, c, true, true, 0, 0.5, 1.0, false, dir ? -1 : t, dir ? t : -1);
+            check(Q, (lab + "-dy-off").c_str());
+          }
         }
       }
     }

@@ -20,8 +20,15 @@ extern __shared__ float4 ln_dyn_smem[];
 
 // RMS: the RMS norm backward, dx = rstd * (g - xhat * mean(g * xhat)) with
 // xhat = x * rstd (no shift, no mean, no mean(g) term). WORDS: the instance for
-// 16-bit rows without vectors (odd widths), which loads and stores a full slot
-// in aligned pieces (load_words / store_words) instead of element by element.
+// 16-bit rows without vectors (odd widths). In the `s` tiers, a block whose rows
+// all start at the same offset in a 16-byte word (span_phase: the host makes the
+// grid a multiple of 8 blocks) takes them as spans of aligned words, one 16-byte
+// load or store per word of x, dy and dx, and shifts the weights to the span
+// once per block, into shared memory after the partials (the host adds a slot to
+// the partials and a slot of weights per span slot). Other blocks (rows at
+// different offsets in x, dy and dx, or a grid of another size) and the other
+// tiers where a block holds one row load and store full slots in aligned pieces
+// (load_words / store_words).
 template <typename T, int LANES, int VECS, bool SMEM_ACC, bool PREFETCH, bool RMS = false,
           bool WORDS = false>
 __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *__restrict__ dy,
@@ -39,6 +46,10 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   // 1001 to 15001 columns: 12-25% faster; of 97, 201 and 333 columns, several rows per block:
   // 3-17% slower), so the smaller tiers' WORDS instances are their element-by-element code.
   constexpr bool PIECES = WORDS && RPB == 1;
+  // The spans of aligned words pay in the `s` tiers (H200, 2026-12-04, bf16 rows of 2501 to
+  // 15001 columns: 10-15% faster); in l128v1 (1001 columns) they were 5% slower, in l256v1
+  // (2001) even, so the other tiers keep the pieces.
+  constexpr bool SPANS = PIECES && SMEM_ACC;
   // dy stays resident unless the thread's 2 * VECS * V accumulators already
   // take most of the register budget (checked with ptxas -v: no spills);
   // always with PREFETCH, which loads it one row ahead.
@@ -54,10 +65,24 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   };
   __shared__ ACC sred[2][3 * 32];
 
-  const G rg(ncols);
+  // SPANS: elements of the span before each of the block's rows (0: pieces, or no span), and
+  // the first element of the thread's slot 0 in the row.
+  const int phase =
+      SPANS ? max(span_phase<T>(x, dy, dx, blockIdx.x, ncols, (int64_t)LANES * VECS, gridDim.x), 0) : 0;
+  const G rg(ncols, phase);
   const int lane = rg.lane;
   const int grp = rg.grp;
+  const int lo0 = lane == 0 ? phase : 0;
   const int vec = use_vec<T>(ncols, x, dy, w, dx);
+  // Whether element j of the thread's slot k is in the row.
+  auto valid = [&](int k, int j) { return j < rg.nv[k] && (!SPANS || k > 0 || j >= lo0); };
+  // Slot k of a row at p in the instance's own way.
+  auto load_slot = [&](const T *p, int k, int nvalid) {
+    if constexpr (SPANS)
+      return load_span<T>(p - phase, lane + k * LANES, k == 0 ? lo0 : 0, nvalid);
+    else
+      return load_pack<T, PIECES>(p, lane + k * LANES, nvalid, vec);
+  };
   const ACC inv_n = rg.inv_n;
   const int64_t stride = rg.stride;
 
@@ -67,12 +92,29 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   // a warp's accesses to word q of consecutive slots are contiguous (slot-major,
   // 16-bit dtypes' two words per slot would cost twice the shared memory
   // wavefronts).
-  const int64_t npad = (ncols + V - 1) / V * V;
+  const int64_t npad = ((ncols + V - 1) / V + (SPANS ? 1 : 0)) * V;
   const int64_t nslots = npad / V;
   ACC *sacc = reinterpret_cast<ACC *>(ln_dyn_smem);
+  // SPANS: the weights of the span's slots, shifted once per block, after the partials.
+  Pack<T> *sw = reinterpret_cast<Pack<T> *>(sacc + 2 * npad);
+  // The weights of slot k (SPANS: a slot past the span, whose weights are not used, reads the
+  // span's last).
+  auto load_w = [&](int k) {
+    if constexpr (SPANS)
+      return sw[min(lane + k * LANES, (int)nslots - 1)];
+    else
+      return load_pack<T, PIECES>(w, lane + k * LANES, rg.nv[k], vec);
+  };
   if constexpr (SMEM_ACC) {
     for (int64_t e = threadIdx.x; e < 2 * npad; e += THREADS)
       sacc[e] = ACC(0);
+    if constexpr (SPANS) {
+      typedef typename Elem<T>::bits B;
+      for (int64_t e = threadIdx.x; e < npad; e += THREADS) {
+        const int64_t col = e - phase;
+        reinterpret_cast<B *>(sw)[e] = w && col >= 0 && col < ncols ? reinterpret_cast<const B *>(w)[col] : B(0);
+      }
+    }
     __syncthreads();
   } else {
 #pragma unroll
@@ -88,7 +130,7 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
 #pragma unroll
     for (int k = 0; k < VECS; ++k)
       if (w)
-        wres[k] = load_pack<T, PIECES>(w, lane + k * LANES, rg.nv[k], vec);
+        wres[k] = load_w(k);
   }
 
   Pack<T> xr[VECS];
@@ -97,8 +139,8 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
     const int64_t row = rg.first_row0() + grp;
 #pragma unroll
     for (int k = 0; k < VECS; ++k) {
-      xr[k] = load_pack<T, PIECES>(x + row * ncols, lane + k * LANES, row < nrows ? rg.nv[k] : 0, vec);
-      gr[k] = load_pack<T, PIECES>(dy + row * ncols, lane + k * LANES, row < nrows ? rg.nv[k] : 0, vec);
+      xr[k] = load_slot(x + row * ncols, k, row < nrows ? rg.nv[k] : 0);
+      gr[k] = load_slot(dy + row * ncols, k, row < nrows ? rg.nv[k] : 0);
     }
   }
 
@@ -117,40 +159,39 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
       const int64_t nrow = row + stride;
 #pragma unroll
       for (int k = 0; k < VECS; ++k) {
-        xn[k] = load_pack<T, PIECES>(x + nrow * ncols, lane + k * LANES, nrow < nrows ? rg.nv[k] : 0, vec);
-        gn[k] = load_pack<T, PIECES>(dy + nrow * ncols, lane + k * LANES, nrow < nrows ? rg.nv[k] : 0, vec);
+        xn[k] = load_slot(x + nrow * ncols, k, nrow < nrows ? rg.nv[k] : 0);
+        gn[k] = load_slot(dy + nrow * ncols, k, nrow < nrows ? rg.nv[k] : 0);
       }
     } else {
 #pragma unroll
       for (int k = 0; k < VECS; ++k) {
-        xr[k] = load_pack<T, PIECES>(xrow, lane + k * LANES, active ? rg.nv[k] : 0, vec);
+        xr[k] = load_slot(xrow, k, active ? rg.nv[k] : 0);
         if constexpr (DY_RES)
-          gr[k] = load_pack<T, PIECES>(dyrow, lane + k * LANES, active ? rg.nv[k] : 0, vec);
+          gr[k] = load_slot(dyrow, k, active ? rg.nv[k] : 0);
       }
     }
 
     ACC shift = ACC(0), mean = ACC(0); // mean of x - shift
     if constexpr (!RMS) {
       shift = rg.shift(xr, xrow, active, ncols);
-      mean = rg.mean(xr, shift, sred[0]);
+      mean = rg.mean(xr, shift, sred[0], lo0);
     }
 
     ACC s3[3] = {ACC(0), ACC(0), ACC(0)};
 #pragma unroll
     for (int k = 0; k < VECS; ++k) {
-      const int64_t slot = lane + k * LANES;
       Pack<T> dyk, wk;
       if constexpr (DY_RES)
         dyk = gr[k];
       else
-        dyk = load_pack<T, PIECES>(dyrow, slot, active ? rg.nv[k] : 0, vec);
+        dyk = load_slot(dyrow, k, active ? rg.nv[k] : 0);
       if constexpr (W_RES)
         wk = wres[k];
       else if (w)
-        wk = load_pack<T, PIECES>(w, slot, rg.nv[k], vec);
+        wk = load_w(k);
 #pragma unroll
       for (int j = 0; j < V; ++j)
-        if (j < rg.nv[k]) {
+        if (valid(k, j)) {
           const ACC d = (Elem<T>::get(xr[k], j) - shift) - mean;
           ACC g = Elem<T>::get(dyk, j);
           if (w)
@@ -184,11 +225,11 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
         if constexpr (DY_RES)
           dyk = gr[k];
         else
-          dyk = load_pack<T, PIECES>(dyrow, slot, rg.nv[k], vec);
+          dyk = load_slot(dyrow, k, rg.nv[k]);
         if constexpr (W_RES)
           wk = wres[k];
         else if (w)
-          wk = load_pack<T, PIECES>(w, slot, rg.nv[k], vec);
+          wk = load_w(k);
         if constexpr (SMEM_ACC) {
           // This thread's columns [slot * V, slot * V + V) of the partials.
           float4 *qw = reinterpret_cast<float4 *>(sacc) + slot;
@@ -205,7 +246,7 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
             const ACC dyv = Elem<T>::get(dyk, j);
             const ACC g = w ? dyv * Elem<T>::get(wk, j) : dyv;
             Elem<T>::set(o, j, rstd * (g - mg - xhat * mgx));
-            if (j < rg.nv[k]) {
+            if (valid(k, j)) {
               aw.a[j] += dyv * xhat;
               ab.a[j] += dyv;
             }
@@ -222,13 +263,16 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
             const ACC dyv = Elem<T>::get(dyk, j);
             const ACC g = w ? dyv * Elem<T>::get(wk, j) : dyv;
             Elem<T>::set(o, j, rstd * (g - mg - xhat * mgx));
-            if (j < rg.nv[k]) {
+            if (valid(k, j)) {
               dwa[k][j] += dyv * xhat;
               dba[k][j] += dyv;
             }
           }
         }
-        store_pack<T, PIECES>(dxrow, slot, rg.nv[k], vec, o);
+        if constexpr (SPANS)
+          store_span<T>(dxrow - phase, slot, k == 0 ? lo0 : 0, rg.nv[k], o);
+        else
+          store_pack<T, PIECES>(dxrow, slot, rg.nv[k], vec, o);
         if constexpr (SMEM_ACC && !DY_RES && VECS > 2)
           if (k % 2 == 1)
             asm volatile("" ::: "memory");
@@ -249,8 +293,9 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   if constexpr (SMEM_ACC) {
     __syncthreads();
     for (int64_t e = threadIdx.x; e < ncols; e += THREADS) {
-      const int j = (int)(e % V);
-      const int64_t i = ((j / A4) * nslots + e / V) * A4 + j % A4;
+      const int64_t s = e + phase; // its element of the span
+      const int j = (int)(s % V);
+      const int64_t i = ((j / A4) * nslots + s / V) * A4 + j % A4;
       if (dw_part)
         dw_part[prow + e] = sacc[i];
       if (db_part)
@@ -261,8 +306,8 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
     for (int k = 0; k < VECS; ++k)
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        const int64_t col = (int64_t)(lane + k * LANES) * V + j;
-        if (col < ncols) {
+        const int64_t col = (int64_t)(lane + k * LANES) * V + j - phase;
+        if (col >= 0 && col < ncols) {
           if (dw_part)
             dw_part[prow + col] = dwa[k][j];
           if (db_part)

@@ -266,6 +266,62 @@ __device__ __forceinline__ void store_pack(T *__restrict__ p, int64_t slot, int 
   }
 }
 
+// Slot `slot` of a row span that starts at p (p may precede the buffer when lo > 0): elements
+// [lo, hi) of the slot, the others zero. A full slot is read as load_words does, one 16-byte
+// load where the span is aligned; the elements before lo and from hi on are not read.
+template <typename T>
+__device__ __forceinline__ Pack<T> load_span(const T *p, int64_t slot, int lo, int hi) {
+  typedef typename Elem<T>::bits B;
+  constexpr int V = Pack<T>::N;
+  Pack<T> r;
+  if (lo == 0 && hi == V) {
+    load_words(reinterpret_cast<uintptr_t>(p + slot * V), r.w);
+  } else {
+    r.zero();
+    const B *q = reinterpret_cast<const B *>(p) + slot * V;
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      if (j >= lo && j < hi)
+        Elem<T>::set_bits(r, j, q[j]);
+  }
+  return r;
+}
+
+// Stores elements [lo, hi) of slot `slot` of a row span that starts at p, as load_span reads them.
+template <typename T>
+__device__ __forceinline__ void store_span(T *p, int64_t slot, int lo, int hi, const Pack<T> &r) {
+  typedef typename Elem<T>::bits B;
+  constexpr int V = Pack<T>::N;
+  if (lo == 0 && hi == V) {
+    store_words(reinterpret_cast<uintptr_t>(p + slot * V), r.w);
+  } else {
+    B *q = reinterpret_cast<B *>(p) + slot * V;
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      if (j >= lo && j < hi)
+        q[j] = Elem<T>::get_bits(r, j);
+  }
+}
+
+// The elements of the first 16-byte word of row `row` before the row, when the rows that a
+// row group processes (row, row + stride, ...; stride 0: only `row`) all start at the same
+// offset in a 16-byte word in each of a, b and c (the same offset in all three, and
+// stride * ncols a multiple of V), and the row then spans at most `max_slots` words; else -1.
+// A kernel that takes such a group's rows as spans of whole aligned words (load_span) loads
+// them with one 16-byte load per word instead of pieces.
+template <typename T>
+__device__ __forceinline__ int span_phase(const void *a, const void *b, const void *c, int64_t row,
+                                          int64_t ncols, int64_t max_slots, int64_t stride) {
+  constexpr int V = Pack<T>::N;
+  const uintptr_t pa = reinterpret_cast<uintptr_t>(a);
+  const int first = (int)(pa / sizeof(T) % V);
+  if (pa % sizeof(T) != 0 || (stride * ncols) % V != 0 ||
+      ((reinterpret_cast<uintptr_t>(b) ^ pa) & 15) != 0 || ((reinterpret_cast<uintptr_t>(c) ^ pa) & 15) != 0)
+    return -1;
+  const int phase = (int)((first + row % V * (ncols % V)) % V);
+  return (ncols + phase + V - 1) / V <= max_slots ? phase : -1;
+}
+
 struct SumOp {
   template <typename A> __device__ __forceinline__ A operator()(A a, A b) const { return a + b; }
 };
@@ -324,12 +380,15 @@ template <typename T, int LANES, int VECS> struct RowGroup {
   int64_t stride;
   ACC inv_n;
 
-  __device__ __forceinline__ explicit RowGroup(int64_t ncols) {
+  // phase: the group takes its rows as spans that start `phase` elements before the row
+  // (span_phase): slot s of a span holds the row's columns s * V - phase + j, and the first
+  // `phase` elements of slot 0 are not the row's.
+  __device__ __forceinline__ explicit RowGroup(int64_t ncols, int phase = 0) {
     lane = threadIdx.x % LANES;
     grp = threadIdx.x / LANES;
 #pragma unroll
     for (int k = 0; k < VECS; ++k)
-      nv[k] = slot_valid<V>(lane + k * LANES, ncols);
+      nv[k] = slot_valid<V>(lane + k * LANES, ncols + phase);
     stride = (int64_t)gridDim.x * RPB;
     inv_n = ACC(1) / ACC(ncols);
   }
@@ -348,14 +407,15 @@ template <typename T, int LANES, int VECS> struct RowGroup {
     }
   }
 
-  // Mean of x - shift over the row; every thread of the group gets the same bits.
-  __device__ __forceinline__ ACC mean(const Pack<T> (&xr)[VECS], ACC shift, ACC *sbuf) const {
+  // Mean of x - shift over the row; every thread of the group gets the same bits. lo0: the
+  // first element of the thread's slot 0 in the row (not 0 in the first slot of a span).
+  __device__ __forceinline__ ACC mean(const Pack<T> (&xr)[VECS], ACC shift, ACC *sbuf, int lo0 = 0) const {
     ACC s[1] = {ACC(0)};
 #pragma unroll
     for (int k = 0; k < VECS; ++k)
 #pragma unroll
       for (int j = 0; j < V; ++j)
-        if (j < nv[k])
+        if (j < nv[k] && (k > 0 || j >= lo0))
           s[0] += Elem<T>::get(xr[k], j) - shift;
     row_allreduce<LANES>(s, sbuf);
     return s[0] * inv_n;

@@ -202,6 +202,17 @@ fn unaligned_16bit(n_cols: usize, dtype: DType) -> bool {
     dtype.size_in_bytes() == 2 && n_cols % 4 != 0
 }
 
+/// Dynamic shared memory of a backward `s` tier with `acc_bytes` accumulators: the dw / db
+/// partial sums, two rows of `n_cols` rounded up to whole vectors; its `words` instance takes
+/// rows as spans of aligned words (bwd_resident in layer_norm_bwd.cuh), one vector longer, and
+/// holds the weights of a span too.
+fn bwd_smem_bytes(n_cols: usize, dtype: DType, acc_bytes: usize) -> usize {
+    let elem_per_vec = 16 / dtype.size_in_bytes();
+    let words = unaligned_16bit(n_cols, dtype);
+    let slots = n_cols.div_ceil(elem_per_vec) + words as usize;
+    2 * slots * elem_per_vec * acc_bytes + if words { slots * 16 } else { 0 }
+}
+
 /// The kernel for a row: a resident tier, its instance for 16-bit rows without vectors (the
 /// norms only, see [`LaunchPlan::words_when_unaligned`]), or the `big` kernel that streams the
 /// row twice.
@@ -490,9 +501,7 @@ where
     let [dalpha, dbeta] = [alpha_grad, beta_grad].map(|want| alloc_parts::<T>(dev, want, n_cols));
     let (mut dalpha, mut dbeta) = (dalpha?, dbeta?);
 
-    // Shared memory partial sums: two rows of `n_cols` (rounded up to whole vectors) `A`s.
-    let elem_per_vec = 16 / T::DTYPE.size_in_bytes();
-    let smem_bytes = 2 * n_cols.div_ceil(elem_per_vec) * elem_per_vec * std::mem::size_of::<A>();
+    let smem_bytes = bwd_smem_bytes(n_cols, T::DTYPE, std::mem::size_of::<A>());
     let max_smem = dev
         .cuda_stream()
         .context()
@@ -539,6 +548,13 @@ where
     let func = load(&plan)?;
     plan.prepare(&func)?;
     let n_blocks = plan.grid(dev, &func, n_rows)?;
+    let n_blocks = match plan.kernel {
+        // The `words` instance of an `s` tier takes the rows of a block as spans of aligned
+        // 16-byte words when they all start at the same offset in a word: for 16-bit rows, when
+        // the grid is a multiple of 8 blocks.
+        Kernel::Words(tier) if tier.smem && n_blocks > 8 => n_blocks / 8 * 8,
+        _ => n_blocks,
+    };
     let [dalpha_part, dbeta_part] =
         [alpha_grad, beta_grad].map(|want| alloc_parts::<A>(dev, want, n_blocks * n_cols));
     let (dalpha_part, dbeta_part) = (dalpha_part?, dbeta_part?);
