@@ -320,6 +320,10 @@ template <typename T> struct Problem {
       const int64_t bneed = std::max<int64_t>(1, (r + brpb - 1) / brpb);
       bwd_grid = (int)std::min<int64_t>(
           bneed, (int64_t)g_sms * std::max(1, occupancy(bwd_fn(), bth, bwd_smem)));
+      // Experiment switch (bench only, not a launch rule): LN_BWD_BLOCKS_PER_SM=n caps the grid
+      // at n blocks per SM, to see what the parameter partials (a row per block) cost.
+      if (const char *cap = getenv("LN_BWD_BLOCKS_PER_SM"))
+        bwd_grid = std::min(bwd_grid, g_sms * std::max(1, atoi(cap)));
       // A multiple of 8 blocks for the `words` instances of the `s` tiers (layer_norm_cuda.rs, bwd).
       if (words && ALL_BWD[bwd_tier].smem && bwd_grid > 8)
         bwd_grid = bwd_grid / 8 * 8;
