@@ -663,6 +663,39 @@ fn layer_norm_many_rows(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// 16-bit rows of an odd width in more rows than a GPU keeps resident blocks (1001 x 3001) and in
+/// fewer (64 x 2501): the cuda backward then takes each block's rows as spans of aligned 16-byte
+/// words (its grid a multiple of 8 blocks), shifted by a phase that differs from block to block.
+/// Three rows (as in `layer_norm_grad`) make a grid of three blocks, which takes the rows in
+/// pieces instead.
+fn layer_norm_many_rows_16bit(dev: &Device) -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(59);
+    for (rows, n) in [(1001, 3001), (64, 2501)] {
+        let x = ln_rows(&mut rng, rows, n);
+        let (w, b) = ln_wb(&mut rng, n);
+        let dy = ln_rand(&mut rng, rows * n, -1., 1.);
+        for dtype in [DType::F16, DType::BF16] {
+            let tol = ln_tol(dtype, n);
+            let (xt, x) = ln_tensor(&x, (rows, n), dtype, dev)?;
+            let (wt, w) = ln_tensor(&w, n, dtype, dev)?;
+            let (bt, b) = ln_tensor(&b, n, dtype, dev)?;
+            let (dyt, dy) = ln_tensor(&dy, (rows, n), dtype, dev)?;
+            let what = format!("{dtype:?} {rows}x{n}");
+            let (_, dx, dw, db) = ln_fused_grads(&xt, Some(&wt), Some(&bt), &dyt)?;
+            let (rdx, rdw, rdb) = ln_slow_grads(&x, Some(&w), Some(&b), &dy, n)?;
+            ln_check(&format!("dx {what}"), &dx, &rdx, tol)?;
+            let dw = dw.context("no grad for w")?;
+            ln_check(&format!("dw {what}"), &dw, &rdw, tol)?;
+            let db = db.context("no grad for b")?;
+            ln_check(&format!("db {what}"), &db, &rdb, tol)?;
+            let (_, dx, _, _) = ln_fused_grads(&xt, None, None, &dyt)?;
+            let (rdx, _, _) = ln_slow_grads(&x, None, None, &dy, n)?;
+            ln_check(&format!("dx no affine {what}"), &dx, &rdx, tol)?;
+        }
+    }
+    Ok(())
+}
+
 /// Hidden sizes whose backward partial sums (two f32 rows in shared memory) fill a block's
 /// default 48 KiB (6144) or come within the kernel's own shared memory of it (6100), and a size
 /// whose partial sums fit an H100's or H200's 227 KiB opt-in limit only without the kernel's own
@@ -1074,6 +1107,12 @@ test_device!(
     ln_many_rows_cpu,
     ln_many_rows_gpu,
     ln_many_rows_metal
+);
+test_device!(
+    layer_norm_many_rows_16bit,
+    ln_many_rows_16bit_cpu,
+    ln_many_rows_16bit_gpu,
+    ln_many_rows_16bit_metal
 );
 test_device!(
     layer_norm_smem_limits,
