@@ -67,8 +67,9 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
 
   // SPANS: elements of the span before each of the block's rows (0: pieces, or no span), and
   // the first element of the thread's slot 0 in the row.
-  const int phase =
-      SPANS ? max(span_phase<T>(x, dy, dx, blockIdx.x, ncols, (int64_t)LANES * VECS, gridDim.x), 0) : 0;
+  const int span = SPANS ? span_phase<T>(x, dy, dx, blockIdx.x, ncols, (int64_t)LANES * VECS, gridDim.x) : -1;
+  const bool aligned = span >= 0; // the span's words are 16-byte aligned
+  const int phase = max(span, 0);
   const G rg(ncols, phase);
   const int lane = rg.lane;
   const int grp = rg.grp;
@@ -79,7 +80,7 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   // Slot k of a row at p in the instance's own way.
   auto load_slot = [&](const T *p, int k, int nvalid) {
     if constexpr (SPANS)
-      return load_span<T>(p - phase, lane + k * LANES, k == 0 ? lo0 : 0, nvalid);
+      return load_span<T>(p - phase, lane + k * LANES, k == 0 ? lo0 : 0, nvalid, aligned);
     else
       return load_pack<T, PIECES>(p, lane + k * LANES, nvalid, vec);
   };
@@ -270,7 +271,7 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
           }
         }
         if constexpr (SPANS)
-          store_span<T>(dxrow - phase, slot, k == 0 ? lo0 : 0, rg.nv[k], o);
+          store_span<T>(dxrow - phase, slot, k == 0 ? lo0 : 0, rg.nv[k], o, aligned);
         else
           store_pack<T, PIECES>(dxrow, slot, rg.nv[k], vec, o);
         if constexpr (SMEM_ACC && !DY_RES && VECS > 2)

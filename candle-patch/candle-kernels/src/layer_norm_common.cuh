@@ -267,14 +267,21 @@ __device__ __forceinline__ void store_pack(T *__restrict__ p, int64_t slot, int 
 }
 
 // Slot `slot` of a row span that starts at p (p may precede the buffer when lo > 0): elements
-// [lo, hi) of the slot, the others zero. A full slot is read as load_words does, one 16-byte
-// load where the span is aligned; the elements before lo and from hi on are not read.
+// [lo, hi) of the slot, the others zero. A full slot is one 16-byte load where the span starts
+// on a 16-byte boundary (`aligned`: the block takes spans), else read as load_words does; the
+// elements before lo and from hi on are not read.
 template <typename T>
-__device__ __forceinline__ Pack<T> load_span(const T *p, int64_t slot, int lo, int hi) {
+__device__ __forceinline__ Pack<T> load_span(const T *p, int64_t slot, int lo, int hi, bool aligned) {
   typedef typename Elem<T>::bits B;
   constexpr int V = Pack<T>::N;
   Pack<T> r;
-  if (lo == 0 && hi == V) {
+  if (lo == 0 && hi == V && aligned) {
+    const uint4 u = __ldg(reinterpret_cast<const uint4 *>(p + slot * V));
+    r.w[0] = u.x;
+    r.w[1] = u.y;
+    r.w[2] = u.z;
+    r.w[3] = u.w;
+  } else if (lo == 0 && hi == V) {
     load_words(reinterpret_cast<uintptr_t>(p + slot * V), r.w);
   } else {
     r.zero();
@@ -289,10 +296,16 @@ __device__ __forceinline__ Pack<T> load_span(const T *p, int64_t slot, int lo, i
 
 // Stores elements [lo, hi) of slot `slot` of a row span that starts at p, as load_span reads them.
 template <typename T>
-__device__ __forceinline__ void store_span(T *p, int64_t slot, int lo, int hi, const Pack<T> &r) {
+__device__ __forceinline__ void store_span(T *p, int64_t slot, int lo, int hi, const Pack<T> &r, bool aligned) {
   typedef typename Elem<T>::bits B;
   constexpr int V = Pack<T>::N;
-  if (lo == 0 && hi == V) {
+  if (lo == 0 && hi == V && aligned) {
+    // One 16-byte store: as a plain uint4 store, ptxas splits the first slot's into four
+    // 32-bit stores (ncu, H200, 2026-12-04: 4x the sectors).
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p + slot * V), "r"(r.w[0]), "r"(r.w[1]),
+                 "r"(r.w[2]), "r"(r.w[3])
+                 : "memory");
+  } else if (lo == 0 && hi == V) {
     store_words(reinterpret_cast<uintptr_t>(p + slot * V), r.w);
   } else {
     B *q = reinterpret_cast<B *>(p) + slot * V;
