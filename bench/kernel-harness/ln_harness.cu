@@ -101,6 +101,9 @@ template <typename T> struct KT;
     static Red red() { return layernorm_bwd_reduce_##S; }                                          \
     static SplitStats split_stats() { return layernorm_bwd_split_stats_##S; }                      \
     static SplitDx split_dx() { return layernorm_bwd_split_dx_##S; }                               \
+    /* The split backward's `words` instances (16-bit dtypes, layer_norm.cu), or NULL. */         \
+    static SplitStats split_stats_words() { return KSW_##S(stats); }                               \
+    static SplitDx split_dx_words() { return KSW_##S(dx); }                                        \
   };
 #define KF_f32(tag, l, v, sm, pf, minb) layernorm_fwd_##tag##_f32,
 #define KB_f32(tag, l, v, sm, pf, minb) layernorm_bwd_##tag##_f32,
@@ -118,6 +121,10 @@ template <typename T> struct KT;
 #define KW_f64(tag, l, v, sm, pf, minb)
 #define KW_f16(tag, l, v, sm, pf, minb) {#tag, layernorm_bwd_##tag##_words_f16},
 #define KW_bf16(tag, l, v, sm, pf, minb) {#tag, layernorm_bwd_##tag##_words_bf16},
+#define KSW_f32(k) nullptr
+#define KSW_f64(k) nullptr
+#define KSW_f16(k) layernorm_bwd_split_##k##_words_f16
+#define KSW_bf16(k) layernorm_bwd_split_##k##_words_bf16
 KTABLE(float, float, f32)
 KTABLE(double, double, f64)
 KTABLE(__half, float, f16)
@@ -245,7 +252,8 @@ template <typename T> struct Problem {
   int fwd_tier, bwd_tier, fwd_grid, bwd_grid;
   size_t bwd_smem;
   // Both directions run the tier's `words` instance: 16-bit rows that fit no 8-byte vector, as
-  // layer_norm_cuda.rs (LaunchPlan::words_when_unaligned), forced tiers included when they have one.
+  // layer_norm_cuda.rs (LaunchPlan::words_when_unaligned), forced tiers included when they have one;
+  // the split backward its `words` kernels (SplitTiers::names).
   // LN_NO_WORDS=1 keeps the element-by-element tiers (to time one against the other).
   bool words = false, fwords = false;
 
@@ -291,7 +299,9 @@ template <typename T> struct Problem {
     CK(cudaMemcpy(db_.p, b.data(), c * sizeof(T), cudaMemcpyHostToDevice));
     fwd_tier = fwd_t >= 0 ? fwd_t : pick_tier<T>(c, false);
     bwd_tier = bwd_t >= 0 ? bwd_t : pick_tier<T>(c, true);
-    words = unaligned_16bit<T>(c) && bwd_tier < N_ALL_BWD && KT<T>::bwd_words(ALL_BWD[bwd_tier].tag) &&
+    words = unaligned_16bit<T>(c) &&
+            (bwd_tier < N_ALL_BWD ? KT<T>::bwd_words(ALL_BWD[bwd_tier].tag) != nullptr
+                                  : KT<T>::split_stats_words() != nullptr) &&
             !getenv("LN_NO_WORDS");
     fwords = unaligned_16bit<T>(c) && fwd_tier < N_ALL_FWD && KT<T>::fwd_words(ALL_FWD[fwd_tier].tag) &&
              !getenv("LN_NO_WORDS");
@@ -311,7 +321,7 @@ template <typename T> struct Problem {
       // Split: the grid is the dx kernel's parts (gridDim.y), as many blocks as are resident
       // over the column blocks (layer_norm_cuda.rs, bwd_split).
       const int64_t ncb = split_col_blocks<T>(c), tile = SPLIT_DX[0].lanes / 32;
-      const int64_t resident = (int64_t)g_sms * std::max(1, occupancy(KT<T>::split_dx(), bth, 0));
+      const int64_t resident = (int64_t)g_sms * std::max(1, occupancy(split_dx_fn(), bth, 0));
       bwd_grid = (int)std::max<int64_t>(
           1, std::min<int64_t>({(resident + ncb - 1) / ncb, (r + tile - 1) / tile, 65535}));
       stats.alloc((size_t)std::max<int64_t>(1, r * split_segs<T>(c)) * 4, 0);
@@ -338,6 +348,10 @@ template <typename T> struct Problem {
   typename KT<T>::Bwd bwd_fn() const {
     return words ? KT<T>::bwd_words(ALL_BWD[bwd_tier].tag) : KT<T>::bwd(bwd_tier);
   }
+  typename KT<T>::SplitStats split_stats_fn() const {
+    return words ? KT<T>::split_stats_words() : KT<T>::split_stats();
+  }
+  typename KT<T>::SplitDx split_dx_fn() const { return words ? KT<T>::split_dx_words() : KT<T>::split_dx(); }
   int fwd_threads() const { return tier_threads(ALL_FWD, fwd_tier, N_ALL_FWD); }
   int bwd_threads() const { return tier_threads(ALL_BWD, bwd_tier, N_ALL_BWD); }
   const char *fwd_name() const { return tier_name(ALL_FWD, fwd_tier, N_ALL_FWD); }
@@ -356,13 +370,13 @@ template <typename T> struct Problem {
       if (nrows == 0)
         return;
       const dim3 sgrid((unsigned)split_segs<T>(ncols), (unsigned)std::min<int64_t>(nrows, 65535));
-      KT<T>::split_stats()<<<sgrid, SPLIT_STATS[0].lanes>>>(dx_.p, ddy.p, has_w ? dw_.p : nullptr, stats.p,
-                                                            nrows, ncols);
+      split_stats_fn()<<<sgrid, SPLIT_STATS[0].lanes>>>(dx_.p, ddy.p, has_w ? dw_.p : nullptr, stats.p,
+                                                        nrows, ncols);
       CK(cudaGetLastError());
       const dim3 dgrid((unsigned)split_col_blocks<T>(ncols), (unsigned)grid);
-      KT<T>::split_dx()<<<dgrid, SPLIT_DX[0].lanes>>>(dx_.p, ddy.p, has_w ? dw_.p : nullptr, stats.p, ddx.p,
-                                                      want_dw ? dwp.p : nullptr, want_db ? dbp.p : nullptr,
-                                                      nrows, ncols, eps);
+      split_dx_fn()<<<dgrid, SPLIT_DX[0].lanes>>>(dx_.p, ddy.p, has_w ? dw_.p : nullptr, stats.p, ddx.p,
+                                                  want_dw ? dwp.p : nullptr, want_db ? dbp.p : nullptr,
+                                                  nrows, ncols, eps);
       CK(cudaGetLastError());
       return;
     }

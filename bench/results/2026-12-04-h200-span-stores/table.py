@@ -7,7 +7,7 @@ import statistics
 import sys
 from pathlib import Path
 
-LINE = re.compile(r"^bench (\S+)\s+(\d+x\d+)\s+fwd.*\| bwd (\S+(?: ?-words)?)\s+grid\s+(\d+)\s+"
+LINE = re.compile(r"^bench (\S+)\s+(\d+x\d+)\s+fwd.*\| bwd (\S+(?:\s*-words)?)\s+grid\s+(\d+)\s+"
                   r"([\d.]+) us.*bwd\+reduce\s+([\d.]+) us")
 
 

@@ -185,19 +185,22 @@
 //     grid (segments, any), stats [nrows, segments, 4] ACC
 //   <op>_bwd_split_dx_<dtype>(x, dy, w, stats, dx, dw_part, db_part, nrows, ncols, eps)
 //     grid (column blocks, parts), dw_part / db_part [parts, ncols]
-#define LN_SPLIT_KERNELS(T, ACC, S, OP, RMS)                                                       \
+// and, for f16 and bf16 (WORDS, W = words_), <op>_bwd_split_{stats,dx}_words_<dtype>, same ABI,
+// for rows that fit no 8-byte vector.
+#define LN_SPLIT_KERNELS(T, ACC, S, OP, RMS, W, WORDS)                                             \
   extern "C" __global__ void __launch_bounds__(LN_SPLIT_STATS_L)                                  \
-      OP##_bwd_split_stats_##S(const T *x, const T *dy, const T *w, ACC *stats,                   \
-                               const int64_t nrows, const int64_t ncols) {                        \
-    layer_norm::bwd_split_stats<T, LN_SPLIT_STATS_L, LN_SPLIT_STATS_V, RMS>(x, dy, w, stats,      \
-                                                                            nrows, ncols);        \
+      OP##_bwd_split_stats_##W##S(const T *x, const T *dy, const T *w, ACC *stats,                \
+                                  const int64_t nrows, const int64_t ncols) {                     \
+    layer_norm::bwd_split_stats<T, LN_SPLIT_STATS_L, LN_SPLIT_STATS_V, RMS, WORDS>(                \
+        x, dy, w, stats, nrows, ncols);                                                            \
   }                                                                                                \
   extern "C" __global__ void __launch_bounds__(LN_SPLIT_DX_L)                                     \
-      OP##_bwd_split_dx_##S(const T *x, const T *dy, const T *w, const ACC *stats, T *dx,         \
-                            ACC *dw_part, ACC *db_part, const int64_t nrows, const int64_t ncols, \
-                            const float eps) {                                                     \
+      OP##_bwd_split_dx_##W##S(const T *x, const T *dy, const T *w, const ACC *stats, T *dx,      \
+                               ACC *dw_part, ACC *db_part, const int64_t nrows,                   \
+                               const int64_t ncols, const float eps) {                            \
     layer_norm::bwd_split_dx<T, LN_SPLIT_DX_L, LN_SPLIT_DX_V, LN_SPLIT_STATS_L * LN_SPLIT_STATS_V, \
-                             RMS>(x, dy, w, stats, dx, dw_part, db_part, nrows, ncols, eps);      \
+                             RMS, WORDS>(x, dy, w, stats, dx, dw_part, db_part, nrows, ncols,     \
+                                         eps);                                                     \
   }
 
 #ifdef LAYER_NORM_SWEEP
@@ -214,7 +217,8 @@
                             const int64_t ncols, const float eps) {                                \
     layer_norm::fwd_big<T>(x, y, w, b, nrows, ncols, eps);                                         \
   }                                                                                                \
-  LN_SPLIT_KERNELS(T, ACC, S, layernorm, false)                                                   \
+  LN_SPLIT_KERNELS(T, ACC, S, layernorm, false, , false)                                          \
+  LN_WORDS(LN_SPLIT_KERNELS(T, ACC, S, layernorm, false, words_, true))                           \
   extern "C" __global__ void __launch_bounds__(layer_norm::RED_COLS * layer_norm::RED_SLICES)     \
       layernorm_bwd_reduce_##S(const ACC *dw_part, const ACC *db_part, T *dw, T *db,               \
                                const int64_t nparts, const int64_t ncols) {                        \
@@ -225,7 +229,8 @@
                           const int64_t ncols, const float eps) {                                  \
     layer_norm::fwd_big<T, true>(x, y, w, b, nrows, ncols, eps);                                   \
   }                                                                                                \
-  LN_SPLIT_KERNELS(T, ACC, S, rmsnorm, true)                                                     \
+  LN_SPLIT_KERNELS(T, ACC, S, rmsnorm, true, , false)                                             \
+  LN_WORDS(LN_SPLIT_KERNELS(T, ACC, S, rmsnorm, true, words_, true))                              \
   extern "C" __global__ void __launch_bounds__(layer_norm::BIG_THREADS)                           \
       softmax_fwd_big_##S(const T *x, T *y, const int64_t nrows, const int64_t ncols) {            \
     layer_norm::softmax_fwd_big<T>(x, y, nrows, ncols);                                            \

@@ -366,9 +366,12 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
 // The merge is a sum over segments in both steps (the mean first, then
 // M2 = sum(M2_s + n_s * (mean_s - mean)^2)), done with xor butterflies: every
 // lane gets the same bits, and the result does not depend on scheduling.
+// WORDS: the instances for 16-bit rows without vectors (odd widths), which load
+// and store a full slot in aligned pieces (load_words) instead of element by
+// element; instances of their own, the pieces cost the vector path registers.
 constexpr int SPLIT_STATS = 4; // ACCs per (row, segment)
 
-template <typename T, int LANES, int VECS, bool RMS = false>
+template <typename T, int LANES, int VECS, bool RMS = false, bool WORDS = false>
 __device__ __forceinline__ void bwd_split_stats(const T *__restrict__ x, const T *__restrict__ dy,
                                                 const T *__restrict__ w,
                                                 typename acc_type<T>::type *__restrict__ stats,
@@ -388,7 +391,7 @@ __device__ __forceinline__ void bwd_split_stats(const T *__restrict__ x, const T
     const int64_t slot = seg0 + threadIdx.x + k * LANES;
     nv[k] = slot_valid<V>(slot, ncols);
     if (w)
-      wk[k] = load_pack(w, slot, nv[k], vec);
+      wk[k] = load_pack<T, WORDS>(w, slot, nv[k], vec);
   }
   for (int64_t row = blockIdx.y; row < nrows; row += gridDim.y) {
     const T *xrow = x + row * ncols;
@@ -397,8 +400,8 @@ __device__ __forceinline__ void bwd_split_stats(const T *__restrict__ x, const T
 #pragma unroll
     for (int k = 0; k < VECS; ++k) {
       const int64_t slot = seg0 + threadIdx.x + k * LANES;
-      xr[k] = load_pack(xrow, slot, nv[k], vec);
-      gr[k] = load_pack(dyrow, slot, nv[k], vec);
+      xr[k] = load_pack<T, WORDS>(xrow, slot, nv[k], vec);
+      gr[k] = load_pack<T, WORDS>(dyrow, slot, nv[k], vec);
     }
     ACC shift = ACC(0);
     if constexpr (!RMS)
@@ -477,7 +480,7 @@ __device__ __forceinline__ SplitRow<ACC> split_row_stats(const ACC *__restrict__
 }
 
 // SEG_VECS: vectors of a segment of bwd_split_stats (its LANES * VECS).
-template <typename T, int LANES, int VECS, int SEG_VECS, bool RMS = false>
+template <typename T, int LANES, int VECS, int SEG_VECS, bool RMS = false, bool WORDS = false>
 __device__ __forceinline__ void bwd_split_dx(const T *__restrict__ x, const T *__restrict__ dy,
                                              const T *__restrict__ w,
                                              const typename acc_type<T>::type *__restrict__ stats,
@@ -502,7 +505,7 @@ __device__ __forceinline__ void bwd_split_dx(const T *__restrict__ x, const T *_
     const int64_t slot = col0 + threadIdx.x + k * LANES;
     nv[k] = slot_valid<V>(slot, ncols);
     if (w)
-      wk[k] = load_pack(w, slot, nv[k], vec);
+      wk[k] = load_pack<T, WORDS>(w, slot, nv[k], vec);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       dwa[k][j] = ACC(0);
@@ -537,8 +540,8 @@ __device__ __forceinline__ void bwd_split_dx(const T *__restrict__ x, const T *_
         if (nv[k] == 0)
           continue;
         const int64_t slot = col0 + threadIdx.x + k * LANES;
-        const Pack<T> xr = load_pack(x + row * ncols, slot, nv[k], vec);
-        const Pack<T> dyk = load_pack(dy + row * ncols, slot, nv[k], vec);
+        const Pack<T> xr = load_pack<T, WORDS>(x + row * ncols, slot, nv[k], vec);
+        const Pack<T> dyk = load_pack<T, WORDS>(dy + row * ncols, slot, nv[k], vec);
         Pack<T> o;
         o.zero();
 #pragma unroll
@@ -552,7 +555,7 @@ __device__ __forceinline__ void bwd_split_dx(const T *__restrict__ x, const T *_
             dba[k][j] += dyv;
           }
         }
-        store_pack(dx + row * ncols, slot, nv[k], vec, o);
+        store_pack<T, WORDS>(dx + row * ncols, slot, nv[k], vec, o);
       }
     }
   }

@@ -95,9 +95,12 @@ impl SplitTiers {
         })
     }
 
-    /// The kernel names, statistics then `dx`; `op` is [`Norm::prefix`].
-    fn names(op: &str, dtype: DType) -> [String; 2] {
-        ["stats", "dx"].map(|k| format!("{op}_bwd_split_{k}_{}", dtype.as_str()))
+    /// The kernel names, statistics then `dx`; `op` is [`Norm::prefix`]. Rows of 2-byte
+    /// elements that fit no 8-byte vector take the `words` instances, which load and store a
+    /// full slot in aligned pieces where the others go element by element.
+    fn names(op: &str, dtype: DType, n_cols: usize) -> [String; 2] {
+        let words = if unaligned_16bit(n_cols, dtype) { "words_" } else { "" };
+        ["stats", "dx"].map(|k| format!("{op}_bwd_split_{k}_{words}{}", dtype.as_str()))
     }
 }
 
@@ -643,7 +646,7 @@ where
     let n_segs = n_vecs.div_ceil(split.stats.lanes * split.stats.vecs);
     let n_col_blocks = n_vecs.div_ceil(split.dx.lanes * split.dx.vecs);
     let tile_rows = split.dx.lanes / 32;
-    let [stats_name, dx_name] = SplitTiers::names(norm.prefix(), T::DTYPE);
+    let [stats_name, dx_name] = SplitTiers::names(norm.prefix(), T::DTYPE, n_cols);
     let stats_func = dev.get_or_load_func(&stats_name, &kernels::LAYER_NORM)?;
     let dx_func = dev.get_or_load_func(&dx_name, &kernels::LAYER_NORM)?;
     // As many dx blocks as can be resident: the partials depend on this grid, which only depends
@@ -885,7 +888,7 @@ mod tests {
                         };
                         match (plan.kernel, dir) {
                             (Kernel::Big, Direction::Bwd) if op != SOFTMAX => {
-                                names.extend(SplitTiers::names(op, dtype))
+                                names.extend(SplitTiers::names(op, dtype, n_cols))
                             }
                             _ => names.push(plan.kernel.name(op, dir, dtype)),
                         }
@@ -950,12 +953,21 @@ mod tests {
         assert!(fwd(DType::F16, 3001).ends_with("_words_f16"));
         assert!(!fwd(DType::BF16, 3000).contains("words"));
         assert!(!fwd(DType::F32, 3001).contains("words"));
-        // Past the tiers the split backward takes any row.
+        // Past the tiers the split backward takes any row, 16-bit rows without vectors in its
+        // `words` instances.
         let plan = LaunchPlan::new(Direction::Bwd.tiers(DType::BF16), 70001, DType::BF16, 1, 0);
         assert!(matches!(
             plan.words_when_unaligned(70001, DType::BF16).kernel,
             Kernel::Big
         ));
+        let split = |dtype, n_cols| SplitTiers::names(Norm::Layer.prefix(), dtype, n_cols);
+        assert_eq!(
+            split(DType::BF16, 70001),
+            ["layernorm_bwd_split_stats_words_bf16", "layernorm_bwd_split_dx_words_bf16"]
+        );
+        assert!(split(DType::F16, 70002)[1].ends_with("_dx_words_f16"));
+        assert_eq!(split(DType::BF16, 70004)[0], "layernorm_bwd_split_stats_bf16");
+        assert_eq!(split(DType::F32, 70001)[1], "layernorm_bwd_split_dx_f32");
     }
 
     #[test]

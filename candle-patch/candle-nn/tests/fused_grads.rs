@@ -115,7 +115,7 @@ fn finite_diff(v: &[f64], loss: impl Fn(&[f64]) -> Result<f64>) -> Result<Vec<f6
 
 fn rms_norm_grad(dev: &Device) -> Result<()> {
     let mut rng = StdRng::seed_from_u64(60);
-    for n in [1, 3, 17, 64, 1000, 1200, 2500, 4097, 10000, 65536] {
+    for n in [1, 3, 17, 64, 1000, 1200, 2500, 4097, 10000, 40001, 65536] {
         let rows = if n > 1000 { 3 } else { 6 };
         let x = rand_vec(&mut rng, rows * n, -2., 2.);
         let alpha = rand_vec(&mut rng, n, -1.5, 1.5);

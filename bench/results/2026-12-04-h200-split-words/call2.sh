@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Device call 2 (2026-12-04): pin 0055's build (bench/scripts/build_gpu.sh, bins.tar.xz): the
+# device run's tests, sanitizer, the grid bench beside PyTorch and the fine sweep beside
+# PyTorch's kernels, in one call; logs packed into run.tgz.
+set -uo pipefail
+export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
+OUT="$OUT/run" timeout 540 bash bench/scripts/device_run.sh tests,sanitizer,bench,sweep > /tmp/device_run.txt 2>&1
+echo "device_run rc=$?" | tee -a "$OUT/status.txt"
+cp "$OUT/run/status.txt" "$OUT/run-status.txt" 2>/dev/null
+grep -A12 "^dtype dir" "$OUT/run/sweep-torch.log" > "$OUT/sweep-summary.txt" 2>/dev/null
+cp "$OUT/run/sweep.csv" "$OUT/run/report.md" "$OUT/" 2>/dev/null
+(cd "$OUT" && tar -czf run.tgz run && rm -rf run)
+cat "$OUT/run-status.txt"
