@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Device call 2 (2026-12-04): pin 0055's build (bench/scripts/build_gpu.sh, bins.tar.xz): the
-# device run's tests, sanitizer, the grid bench beside PyTorch and the fine sweep beside
-# PyTorch's kernels, in one call; logs packed into run.tgz.
+# Device calls 2 and 4 (2026-12-04): pin 0055's build, then pin 0056's
+# (bench/scripts/build_gpu.sh, bins.tar.xz): the device run's tests, sanitizer, the grid bench
+# beside PyTorch and the fine sweep beside PyTorch's kernels, in one call; logs in run.tgz.
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
 OUT="$OUT/run" timeout 540 bash bench/scripts/device_run.sh tests,sanitizer,bench,sweep > /tmp/device_run.txt 2>&1
