@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Median over the rounds of the backward kernel (and kernel + parameter reduce) per shape and
-variant, from the harness's `bench` lines in callN/bench-<variant>-<round>.txt.
-  python3 table.py call2 h_v6 h_sD h_sC"""
+"""A/B table of kernel harness builds: the median over rounds of the backward kernel (and kernel +
+parameter reduce) per shape and build, from the harness's `bench` lines saved by a device call
+as <folder>/bench-<build>-<round>.txt (`ln_harness --bench-only --shapes ...`); the first build
+is the base the others are divided by.
+  python3 bench/kernel-harness/ab_table.py <folder> <base> <build> [<build> ...]"""
 import re
 import statistics
 import sys
