@@ -99,7 +99,11 @@ impl SplitTiers {
     /// elements that fit no 8-byte vector take the `words` instances, which load and store a
     /// full slot in aligned pieces where the others go element by element.
     fn names(op: &str, dtype: DType, n_cols: usize) -> [String; 2] {
-        let words = if unaligned_16bit(n_cols, dtype) { "words_" } else { "" };
+        let words = if unaligned_16bit(n_cols, dtype) {
+            "words_"
+        } else {
+            ""
+        };
         ["stats", "dx"].map(|k| format!("{op}_bwd_split_{k}_{words}{}", dtype.as_str()))
     }
 }
@@ -963,10 +967,16 @@ mod tests {
         let split = |dtype, n_cols| SplitTiers::names(Norm::Layer.prefix(), dtype, n_cols);
         assert_eq!(
             split(DType::BF16, 70001),
-            ["layernorm_bwd_split_stats_words_bf16", "layernorm_bwd_split_dx_words_bf16"]
+            [
+                "layernorm_bwd_split_stats_words_bf16",
+                "layernorm_bwd_split_dx_words_bf16"
+            ]
         );
         assert!(split(DType::F16, 70002)[1].ends_with("_dx_words_f16"));
-        assert_eq!(split(DType::BF16, 70004)[0], "layernorm_bwd_split_stats_bf16");
+        assert_eq!(
+            split(DType::BF16, 70004)[0],
+            "layernorm_bwd_split_stats_bf16"
+        );
         assert_eq!(split(DType::F32, 70001)[1], "layernorm_bwd_split_dx_f32");
     }
 
