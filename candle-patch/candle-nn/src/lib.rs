@@ -28,6 +28,8 @@ pub mod kv_cache;
 pub mod layer_norm;
 #[cfg(feature = "cuda")]
 mod layer_norm_cuda;
+#[cfg(target_arch = "x86_64")]
+mod layer_norm_x86;
 pub mod linear;
 pub mod loss;
 pub mod ops;

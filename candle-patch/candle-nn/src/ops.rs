@@ -937,6 +937,24 @@ trait LayerNormDType: candle::WithDType {
     ) -> [[Self::Acc; L]; 4] {
         row_bwd_dx::<Self, L>(row, stats, next, dx, dalpha, dbeta)
     }
+
+    /// The forward of a task's rows (see `layer_norm_fwd_task`) with the cpu's wider vectors,
+    /// where this type has such a path (f32 on x86-64 with AVX-512 or AVX2): false when the
+    /// rows were left to the portable path.
+    fn fwd_rows_simd(_rows: FwdRows<'_, Self>, _affine: Affine<'_, Self::Acc>, _eps: f32) -> bool {
+        false
+    }
+
+    /// The backward of a task's rows (see `layer_norm_bwd_task`) with the cpu's wider vectors,
+    /// as `fwd_rows_simd`: their sums of `dalpha` and `dbeta`, `None` when the rows were left
+    /// to the portable path.
+    fn bwd_rows_simd(
+        _rows: BwdGroup<'_, Self>,
+        _alpha: &[Self::Acc],
+        _eps: f32,
+    ) -> Option<[Vec<Self::Acc>; 2]> {
+        None
+    }
 }
 
 /// The slots of a row's `dx` and the task's `dalpha` and `dbeta` sums.
@@ -1019,7 +1037,37 @@ fn same_row_view<'a, T>(row: &'a [T], _: &'a [T]) -> &'a [T] {
 fn converted_row_view<'a, T, A>(_: &'a [T], buf: &'a [A]) -> &'a [A] {
     buf
 }
-layer_norm_dtype!(f32, f32, |v| v, |v| v, same_row, same_row_view);
+layer_norm_dtype!(
+    f32,
+    f32,
+    |v| v,
+    |v| v,
+    same_row,
+    same_row_view,
+    #[cfg(target_arch = "x86_64")]
+    fn fwd_rows_simd((xs, dst): FwdRows<'_, Self>, affine: Affine<'_, f32>, eps: f32) -> bool {
+        use crate::layer_norm_x86::{fwd, Isa};
+        match Isa::detect(affine.0.len()) {
+            Some(isa) => {
+                fwd(isa, xs, affine, eps, dst);
+                true
+            }
+            None => false,
+        }
+    },
+    #[cfg(target_arch = "x86_64")]
+    fn bwd_rows_simd(
+        (xs, dys, dxs): BwdGroup<'_, Self>,
+        alpha: &[f32],
+        eps: f32,
+    ) -> Option<[Vec<f32>; 2]> {
+        use crate::layer_norm_x86::{bwd, Isa};
+        let isa = Isa::detect(alpha.len())?;
+        let (mut dalpha, mut dbeta) = (vec![0.; alpha.len()], vec![0.; alpha.len()]);
+        bwd(isa, (xs, dys), alpha, eps, dxs, (&mut dalpha, &mut dbeta));
+        Some([dalpha, dbeta])
+    }
+);
 layer_norm_dtype!(f64, f64, |v| v, |v| v, same_row, same_row_view);
 // f16 rows run in f32 and are converted after the loop: `f16::from_f32` one element at a time
 // keeps the loop from being vectorized, like the conversion of its input.
@@ -1415,6 +1463,9 @@ fn layer_norm_cpu_fwd<T: LayerNormDType>(
         .zip(dst.uninit().par_chunks_mut(chunk))
         .for_each_init(Default::default, |bufs, (src, dst)| {
             let affine = (alpha.as_slice(), beta.as_slice());
+            if T::fwd_rows_simd((src, &mut *dst), affine, eps) {
+                return;
+            }
             // The loop keeps the next row's sums while it writes this row's output: for f64
             // (two per vector register) half the lanes, more would not fit in the registers.
             if std::mem::size_of::<T::Acc>() == 8 {
@@ -1684,6 +1735,9 @@ fn layer_norm_cpu_bwd<T: LayerNormDType>(
         .zip(grad.par_chunks(rows_per_chunk * n_cols))
         .zip(dxs.par_chunks_mut(rows_per_chunk * n_cols))
         .map_init(Default::default, |bufs, ((xs, grad), dxs)| {
+            if let Some(sums) = T::bwd_rows_simd((xs, grad, &mut *dxs), &alpha, eps) {
+                return sums;
+            }
             let (rows, stats) = ((xs, grad, dxs), (n, eps_acc));
             if std::mem::size_of::<T>() == 2 {
                 layer_norm_bwd_task::<T, { 2 * ROW_LANES_BWD }>(rows, &alpha, stats, bufs)

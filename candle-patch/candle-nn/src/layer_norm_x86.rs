@@ -1,0 +1,745 @@
+//! The cpu layer norm's f32 rows with AVX-512 or AVX2 + FMA vectors, picked at run time.
+//!
+//! The portable rows in `ops.rs` are vectorized by the compiler for the build's target, which is
+//! SSE2 for the default x86-64 target; written with the wider vectors the cpu has, a row is a
+//! few vector loops: the row sums, the statistics, then the output. Each row only depends on
+//! itself, so the results do not depend on the number of threads, as on the portable path.
+use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
+
+/// The vector instructions a row runs with. Only made by [`Isa::detect`], once the cpu is known
+/// to have them: the row functions rely on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Isa {
+    Avx512,
+    Avx2,
+}
+
+impl Isa {
+    /// The widest instructions this cpu has whose vector fits in a row of `n_cols` elements
+    /// (shorter rows stay on the portable path).
+    pub(crate) fn detect(n_cols: usize) -> Option<Self> {
+        if n_cols >= 16 && is_x86_feature_detected!("avx512f") {
+            Some(Self::Avx512)
+        } else if n_cols >= 8 && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+        {
+            Some(Self::Avx2)
+        } else {
+            None
+        }
+    }
+
+    /// Every instruction set of [`Isa`] this cpu has, for tests that compare them.
+    #[cfg(test)]
+    fn all() -> Vec<Self> {
+        let mut all = vec![];
+        if is_x86_feature_detected!("avx512f") {
+            all.push(Self::Avx512)
+        }
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            all.push(Self::Avx2)
+        }
+        all
+    }
+}
+
+/// A vector of f32 lanes. The methods are inlined into functions compiled for the instructions
+/// they use, and only called there.
+trait Lanes: Copy {
+    const N: usize;
+    unsafe fn splat(v: f32) -> Self;
+    unsafe fn load(p: *const f32) -> Self;
+    unsafe fn store(self, p: *mut f32);
+    unsafe fn add(self, o: Self) -> Self;
+    unsafe fn sub(self, o: Self) -> Self;
+    unsafe fn mul(self, o: Self) -> Self;
+    /// `self * a + b`, rounded once.
+    unsafe fn mul_add(self, a: Self, b: Self) -> Self;
+    /// The sum of the lanes, in a fixed order.
+    unsafe fn sum(self) -> f32;
+}
+
+impl Lanes for __m512 {
+    const N: usize = 16;
+    #[inline(always)]
+    unsafe fn splat(v: f32) -> Self {
+        _mm512_set1_ps(v)
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> Self {
+        _mm512_loadu_ps(p)
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f32) {
+        _mm512_storeu_ps(p, self)
+    }
+    #[inline(always)]
+    unsafe fn add(self, o: Self) -> Self {
+        _mm512_add_ps(self, o)
+    }
+    #[inline(always)]
+    unsafe fn sub(self, o: Self) -> Self {
+        _mm512_sub_ps(self, o)
+    }
+    #[inline(always)]
+    unsafe fn mul(self, o: Self) -> Self {
+        _mm512_mul_ps(self, o)
+    }
+    #[inline(always)]
+    unsafe fn mul_add(self, a: Self, b: Self) -> Self {
+        _mm512_fmadd_ps(self, a, b)
+    }
+    #[inline(always)]
+    unsafe fn sum(self) -> f32 {
+        let half = _mm256_add_ps(
+            _mm512_castps512_ps256(self),
+            _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(self))),
+        );
+        half.sum()
+    }
+}
+
+impl Lanes for __m256 {
+    const N: usize = 8;
+    #[inline(always)]
+    unsafe fn splat(v: f32) -> Self {
+        _mm256_set1_ps(v)
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> Self {
+        _mm256_loadu_ps(p)
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f32) {
+        _mm256_storeu_ps(p, self)
+    }
+    #[inline(always)]
+    unsafe fn add(self, o: Self) -> Self {
+        _mm256_add_ps(self, o)
+    }
+    #[inline(always)]
+    unsafe fn sub(self, o: Self) -> Self {
+        _mm256_sub_ps(self, o)
+    }
+    #[inline(always)]
+    unsafe fn mul(self, o: Self) -> Self {
+        _mm256_mul_ps(self, o)
+    }
+    #[inline(always)]
+    unsafe fn mul_add(self, a: Self, b: Self) -> Self {
+        _mm256_fmadd_ps(self, a, b)
+    }
+    #[inline(always)]
+    unsafe fn sum(self) -> f32 {
+        let v = _mm_add_ps(
+            _mm256_castps256_ps128(self),
+            _mm256_extractf128_ps::<1>(self),
+        );
+        let v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+        let v = _mm_add_ss(v, _mm_shuffle_ps::<0b01>(v, v));
+        _mm_cvtss_f32(v)
+    }
+}
+
+/// The work of a row loop on one vector, given the offset of its first element: adds the
+/// vector's terms to `S` sums. A trait rather than a closure: its `#[inline(always)]` method
+/// ends up inside the functions compiled for the vector instructions (a closure that is not
+/// inlined there calls every instruction as a function).
+trait Step<V, const S: usize> {
+    unsafe fn step(&self, s: &mut [V; S], o: usize);
+}
+
+/// Sums over the whole vectors of a row, two accumulators per sum (even and odd vectors, added
+/// at the end) so that a long row is not one chain of dependent adds.
+#[inline(always)]
+unsafe fn vector_sums<V: Lanes, const S: usize>(n_vec: usize, f: &impl Step<V, S>) -> [f32; S] {
+    let zero = V::splat(0.);
+    let (mut even, mut odd) = ([zero; S], [zero; S]);
+    let mut i = 0;
+    while i + 1 < n_vec {
+        f.step(&mut even, i * V::N);
+        f.step(&mut odd, (i + 1) * V::N);
+        i += 2;
+    }
+    if i < n_vec {
+        f.step(&mut even, i * V::N);
+    }
+    let mut sums = [0f32; S];
+    for (s, (e, o)) in sums.iter_mut().zip(even.iter().zip(odd.iter())) {
+        *s = e.add(*o).sum();
+    }
+    sums
+}
+
+#[inline(always)]
+unsafe fn load<V: Lanes>(v: &[f32], o: usize) -> V {
+    V::load(v.as_ptr().add(o))
+}
+
+/// A row's statistics from its sums shifted by `shift` (see `FwdTerms`),
+/// `xhat = (x - shift - mean) * rstd`.
+#[derive(Clone, Copy)]
+struct RowStats {
+    shift: f32,
+    mean: f32,
+    rstd: f32,
+}
+
+impl RowStats {
+    /// The statistics from the sums of `d = x - shift` and `d * d` over the `n` elements of a
+    /// row. `None` when the shift is more than two standard deviations from the mean:
+    /// `E[d^2] - E[d]^2` then loses the low bits of the variance, and the sums of `d` the low
+    /// bits of the mean. Such a row is summed again, shifted by this mean (`reshift`).
+    fn new(shift: f32, sum_d: f32, sum_d2: f32, n: f32, eps: f32) -> Option<Self> {
+        let mean = sum_d / n;
+        let var = sum_d2 / n - mean * mean;
+        let rstd = (var.max(0.) + eps).sqrt().recip();
+        (mean * mean <= 4. * var).then_some(Self { shift, mean, rstd })
+    }
+
+    /// The shift of a row's second sums when `new` gave `None`: its mean, within a few
+    /// roundings, so that the second sums are of values around 0.
+    fn reshift(shift: f32, sum_d: f32, n: f32) -> f32 {
+        shift + sum_d / n
+    }
+
+    /// `new` after the second sums: the shift is then close to the mean.
+    fn close(shift: f32, sum_d: f32, sum_d2: f32, n: f32, eps: f32) -> Self {
+        let mean = sum_d / n;
+        let var = sum_d2 / n - mean * mean;
+        let rstd = (var.max(0.) + eps).sqrt().recip();
+        Self { shift, mean, rstd }
+    }
+
+    #[inline(always)]
+    unsafe fn xhat<V: Lanes>(&self, x: V) -> V {
+        x.sub(V::splat(self.shift))
+            .sub(V::splat(self.mean))
+            .mul(V::splat(self.rstd))
+    }
+
+    fn xhat1(&self, x: f32) -> f32 {
+        (x - self.shift - self.mean) * self.rstd
+    }
+}
+
+/// Rows at least this wide take their next row's sums in the loop that writes their output
+/// (see `fwd_rows`): the streams of a wider row no longer stay in the L1 cache between two
+/// passes over it, a narrower row has nothing to gain.
+const FUSE_COLS: usize = 2048;
+
+/// The forward's sums of a row: `d = x - shift` and `d * d`, the shift being the row's first
+/// element (or its mean, see `RowStats::new`).
+#[derive(Clone, Copy)]
+struct FwdTerms<'a> {
+    x: &'a [f32],
+    shift: f32,
+}
+
+impl<V: Lanes> Step<V, 2> for FwdTerms<'_> {
+    #[inline(always)]
+    unsafe fn step(&self, s: &mut [V; 2], o: usize) {
+        let d = load::<V>(self.x, o).sub(V::splat(self.shift));
+        s[0] = s[0].add(d);
+        s[1] = d.mul_add(d, s[1]);
+    }
+}
+
+impl<'a> FwdTerms<'a> {
+    fn new(x: &'a [f32]) -> Self {
+        Self { x, shift: x[0] }
+    }
+
+    /// The sums of the whole vectors from `vector_sums`, plus the elements past them.
+    fn with_tail<V: Lanes>(&self, mut s: [f32; 2]) -> [f32; 2] {
+        for &v in &self.x[self.x.len() / V::N * V::N..] {
+            let d = v - self.shift;
+            s[0] += d;
+            s[1] += d * d;
+        }
+        s
+    }
+
+    /// The row's statistics from its sums `s`, summed again with a new shift if need be.
+    #[inline(always)]
+    unsafe fn stats<V: Lanes>(self, [sum_d, sum_d2]: [f32; 2], eps: f32) -> RowStats {
+        let n = self.x.len() as f32;
+        RowStats::new(self.shift, sum_d, sum_d2, n, eps).unwrap_or_else(|| {
+            let t = Self {
+                shift: RowStats::reshift(self.shift, sum_d, n),
+                ..self
+            };
+            let [sum_d, sum_d2] = t.with_tail::<V>(vector_sums::<V, 2>(n as usize / V::N, &t));
+            RowStats::close(t.shift, sum_d, sum_d2, n, eps)
+        })
+    }
+}
+
+/// The backward's sums of a row of `x` and `dy`: `d = x - shift`, `d * d`, `g = dy * alpha`
+/// and `g * d`, the shift as in `FwdTerms`.
+#[derive(Clone, Copy)]
+struct BwdTerms<'a> {
+    x: &'a [f32],
+    dy: &'a [f32],
+    alpha: &'a [f32],
+    shift: f32,
+}
+
+impl<V: Lanes> Step<V, 4> for BwdTerms<'_> {
+    #[inline(always)]
+    unsafe fn step(&self, s: &mut [V; 4], o: usize) {
+        let d = load::<V>(self.x, o).sub(V::splat(self.shift));
+        let g = load::<V>(self.dy, o).mul(load(self.alpha, o));
+        s[0] = s[0].add(d);
+        s[1] = d.mul_add(d, s[1]);
+        s[2] = s[2].add(g);
+        s[3] = g.mul_add(d, s[3]);
+    }
+}
+
+impl BwdTerms<'_> {
+    /// As `FwdTerms::with_tail`.
+    fn with_tail<V: Lanes>(&self, mut s: [f32; 4]) -> [f32; 4] {
+        let tail = self.x.len() / V::N * V::N;
+        let elems = self.x[tail..].iter().zip(&self.dy[tail..]);
+        for ((&x, &dy), &a) in elems.zip(&self.alpha[tail..]) {
+            let (d, g) = (x - self.shift, dy * a);
+            s[0] += d;
+            s[1] += d * d;
+            s[2] += g;
+            s[3] += g * d;
+        }
+        s
+    }
+
+    /// The row's statistics, `mean(g)` and `mean(g * xhat)` from its sums `s`, summed again
+    /// with a new shift if need be (as `FwdTerms::stats`).
+    #[inline(always)]
+    unsafe fn stats<V: Lanes>(self, s: [f32; 4], eps: f32) -> (RowStats, f32, f32) {
+        let n = self.x.len() as f32;
+        let (stats, [_, _, sum_g, sum_gd]) = match RowStats::new(self.shift, s[0], s[1], n, eps) {
+            Some(stats) => (stats, s),
+            None => {
+                let t = Self {
+                    shift: RowStats::reshift(self.shift, s[0], n),
+                    ..self
+                };
+                let s = t.with_tail::<V>(vector_sums::<V, 4>(n as usize / V::N, &t));
+                (RowStats::close(t.shift, s[0], s[1], n, eps), s)
+            }
+        };
+        let mean_g = sum_g / n;
+        // mean(g * xhat) = rstd * (mean(g * d) - mean * mean(g)).
+        let mean_gx = stats.rstd * (sum_gd / n - stats.mean * mean_g);
+        (stats, mean_g, mean_gx)
+    }
+}
+
+/// Writes a row's output for one vector, and takes the next row's terms (`T`) in the same
+/// step when there is one.
+struct WriteAndSum<'a, W, T>(&'a W, Option<&'a T>);
+
+impl<V: Lanes, W: Step<V, 0>, T: Step<V, S>, const S: usize> Step<V, S> for WriteAndSum<'_, W, T> {
+    #[inline(always)]
+    unsafe fn step(&self, s: &mut [V; S], o: usize) {
+        self.0.step(&mut [], o);
+        if let Some(t) = self.1 {
+            t.step(s, o)
+        }
+    }
+}
+
+/// The forward's output of a row: `y = xhat * alpha + beta`.
+struct FwdWrite<'a> {
+    x: &'a [f32],
+    affine: (&'a [f32], &'a [f32]),
+    stats: RowStats,
+    y: *mut f32,
+}
+
+impl<V: Lanes> Step<V, 0> for FwdWrite<'_> {
+    #[inline(always)]
+    unsafe fn step(&self, _: &mut [V; 0], o: usize) {
+        let xhat = self.stats.xhat(load::<V>(self.x, o));
+        let (a, b) = (load(self.affine.0, o), load(self.affine.1, o));
+        xhat.mul_add(a, b).store(self.y.add(o));
+    }
+}
+
+/// Runs `write` over a row's whole vectors, then takes the next row's sums (`next`): in the same
+/// loop when the rows are wide (`FUSE_COLS`), else in a pass of their own. The sums are the same
+/// either way (the same terms, in the same order).
+#[inline(always)]
+unsafe fn write_then_sum<V: Lanes, W: Step<V, 0>, T: Step<V, S>, const S: usize>(
+    n_cols: usize,
+    write: &W,
+    next: Option<&T>,
+) -> [f32; S] {
+    let n_vec = n_cols / V::N;
+    if n_cols >= FUSE_COLS {
+        return vector_sums::<V, S>(n_vec, &WriteAndSum(write, next));
+    }
+    for i in 0..n_vec {
+        write.step(&mut [], i * V::N);
+    }
+    match next {
+        Some(t) => vector_sums::<V, S>(n_vec, t),
+        None => [0.; S],
+    }
+}
+
+/// Rows of `alpha.len()` elements: `dst = (x - mean) * rstd * alpha + beta`.
+#[inline(always)]
+unsafe fn fwd_rows<V: Lanes>(
+    xs: &[f32],
+    (alpha, beta): (&[f32], &[f32]),
+    eps: f32,
+    dst: &mut [MaybeUninit<f32>],
+) {
+    let n_cols = alpha.len();
+    let mut rows = xs.chunks_exact(n_cols).peekable();
+    let mut sums = match rows.peek() {
+        Some(&x) => {
+            let t = FwdTerms::new(x);
+            t.with_tail::<V>(vector_sums::<V, 2>(n_cols / V::N, &t))
+        }
+        None => return,
+    };
+    for dst in dst.chunks_exact_mut(n_cols) {
+        let x = rows.next().expect("as many rows as outputs");
+        let stats = FwdTerms::new(x).stats::<V>(sums, eps);
+        let y = dst.as_mut_ptr() as *mut f32;
+        let write = FwdWrite {
+            x,
+            affine: (alpha, beta),
+            stats,
+            y,
+        };
+        let next = rows.peek().map(|&x| FwdTerms::new(x));
+        sums = write_then_sum::<V, _, _, 2>(n_cols, &write, next.as_ref());
+        if let Some(next) = next {
+            sums = next.with_tail::<V>(sums);
+        }
+        for i in n_cols / V::N * V::N..n_cols {
+            *y.add(i) = stats.xhat1(x[i]).mul_add(alpha[i], beta[i]);
+        }
+    }
+}
+
+/// The backward's outputs of a row: `dx = (g - mean(g) - xhat * mean(g * xhat)) * rstd`, and
+/// its terms added to `dalpha` and `dbeta`.
+struct BwdWrite<'a> {
+    row: &'a BwdTerms<'a>,
+    stats: RowStats,
+    mean_g: f32,
+    mean_gx: f32,
+    dx: *mut f32,
+    dalpha: *mut f32,
+    dbeta: *mut f32,
+}
+
+impl<V: Lanes> Step<V, 0> for BwdWrite<'_> {
+    #[inline(always)]
+    unsafe fn step(&self, _: &mut [V; 0], o: usize) {
+        let BwdTerms { x, dy, alpha, .. } = *self.row;
+        let (dy, xhat): (V, V) = (load(dy, o), self.stats.xhat(load(x, o)));
+        let g = dy.mul(load(alpha, o)).sub(V::splat(self.mean_g));
+        let dx = g.sub(xhat.mul(V::splat(self.mean_gx)));
+        dx.mul(V::splat(self.stats.rstd)).store(self.dx.add(o));
+        let (da, db) = (self.dalpha.add(o), self.dbeta.add(o));
+        dy.mul_add(xhat, V::load(da)).store(da);
+        dy.add(V::load(db)).store(db);
+    }
+}
+
+/// Rows of `alpha.len()` elements: writes `dx` and adds the rows' terms to `dalpha`, `dbeta`.
+#[inline(always)]
+unsafe fn bwd_rows<V: Lanes>(
+    (xs, dys): (&[f32], &[f32]),
+    alpha: &[f32],
+    eps: f32,
+    dxs: &mut [MaybeUninit<f32>],
+    (dalpha, dbeta): (&mut [f32], &mut [f32]),
+) {
+    let n_cols = alpha.len();
+    let rows = xs.chunks_exact(n_cols).zip(dys.chunks_exact(n_cols));
+    let rows = rows.map(|(x, dy)| BwdTerms {
+        x,
+        dy,
+        alpha,
+        shift: x[0],
+    });
+    let mut rows = rows.peekable();
+    let mut sums = match rows.peek() {
+        Some(row) => row.with_tail::<V>(vector_sums::<V, 4>(n_cols / V::N, row)),
+        None => return,
+    };
+    let (da, db) = (dalpha.as_mut_ptr(), dbeta.as_mut_ptr());
+    for dx in dxs.chunks_exact_mut(n_cols) {
+        let row = rows.next().expect("as many rows as outputs");
+        let (stats, mean_g, mean_gx) = row.stats::<V>(sums, eps);
+        let dx = dx.as_mut_ptr() as *mut f32;
+        let write = BwdWrite {
+            row: &row,
+            stats,
+            mean_g,
+            mean_gx,
+            dx,
+            dalpha: da,
+            dbeta: db,
+        };
+        let next = rows.peek();
+        sums = write_then_sum::<V, _, _, 4>(n_cols, &write, next);
+        if let Some(next) = next {
+            sums = next.with_tail::<V>(sums);
+        }
+        let BwdTerms { x, dy, .. } = row;
+        for i in n_cols / V::N * V::N..n_cols {
+            let xhat = stats.xhat1(x[i]);
+            *dx.add(i) = (dy[i] * alpha[i] - mean_g - xhat * mean_gx) * stats.rstd;
+            *da.add(i) = dy[i].mul_add(xhat, *da.add(i));
+            *db.add(i) += dy[i];
+        }
+    }
+}
+
+#[target_feature(enable = "avx512f")]
+unsafe fn fwd_rows_avx512(
+    xs: &[f32],
+    affine: (&[f32], &[f32]),
+    eps: f32,
+    dst: &mut [MaybeUninit<f32>],
+) {
+    fwd_rows::<__m512>(xs, affine, eps, dst)
+}
+
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fwd_rows_avx2(
+    xs: &[f32],
+    affine: (&[f32], &[f32]),
+    eps: f32,
+    dst: &mut [MaybeUninit<f32>],
+) {
+    fwd_rows::<__m256>(xs, affine, eps, dst)
+}
+
+#[target_feature(enable = "avx512f")]
+unsafe fn bwd_rows_avx512(
+    rows: (&[f32], &[f32]),
+    alpha: &[f32],
+    eps: f32,
+    dxs: &mut [MaybeUninit<f32>],
+    dparams: (&mut [f32], &mut [f32]),
+) {
+    bwd_rows::<__m512>(rows, alpha, eps, dxs, dparams)
+}
+
+#[target_feature(enable = "avx2,fma")]
+unsafe fn bwd_rows_avx2(
+    rows: (&[f32], &[f32]),
+    alpha: &[f32],
+    eps: f32,
+    dxs: &mut [MaybeUninit<f32>],
+    dparams: (&mut [f32], &mut [f32]),
+) {
+    bwd_rows::<__m256>(rows, alpha, eps, dxs, dparams)
+}
+
+/// The forward of the rows of `xs` (whole rows of `alpha.len()` elements) into `dst`, the
+/// same length: every slot of `dst` is written.
+pub(crate) fn fwd(
+    isa: Isa,
+    xs: &[f32],
+    affine: (&[f32], &[f32]),
+    eps: f32,
+    dst: &mut [MaybeUninit<f32>],
+) {
+    let n_cols = affine.0.len();
+    assert!(n_cols > 0 && affine.1.len() == n_cols && xs.len().is_multiple_of(n_cols));
+    assert_eq!(xs.len(), dst.len());
+    // Safety: the slices' lengths are checked above, and `isa` was detected on this cpu.
+    unsafe {
+        match isa {
+            Isa::Avx512 => fwd_rows_avx512(xs, affine, eps, dst),
+            Isa::Avx2 => fwd_rows_avx2(xs, affine, eps, dst),
+        }
+    }
+}
+
+/// The backward of the rows of `xs` and `dys` (whole rows of `alpha.len()` elements): writes
+/// every slot of `dxs` and adds the rows' terms to `dalpha` and `dbeta`, in row order.
+pub(crate) fn bwd(
+    isa: Isa,
+    rows: (&[f32], &[f32]),
+    alpha: &[f32],
+    eps: f32,
+    dxs: &mut [MaybeUninit<f32>],
+    dparams: (&mut [f32], &mut [f32]),
+) {
+    let n_cols = alpha.len();
+    assert!(n_cols > 0 && rows.0.len().is_multiple_of(n_cols));
+    assert!(rows.0.len() == rows.1.len() && rows.0.len() == dxs.len());
+    assert!(dparams.0.len() == n_cols && dparams.1.len() == n_cols);
+    // Safety: the slices' lengths are checked above, and `isa` was detected on this cpu.
+    unsafe {
+        match isa {
+            Isa::Avx512 => bwd_rows_avx512(rows, alpha, eps, dxs, dparams),
+            Isa::Avx2 => bwd_rows_avx2(rows, alpha, eps, dxs, dparams),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    /// Rows as the widths of the tests need them: a row of `n` values around its own mean, and
+    /// with `far` its first element far from the others (the two-pass variance).
+    fn rows(rng: &mut StdRng, n_rows: usize, n: usize, far: bool) -> Vec<f32> {
+        let mut xs = vec![];
+        for r in 0..n_rows {
+            let (mean, std) = (rng.random_range(-2f32..2.), rng.random_range(0.5f32..2.));
+            let start = xs.len();
+            xs.extend((0..n).map(|_| mean + std * rng.random_range(-1.7f32..1.7)));
+            if far && r % 2 == 0 {
+                xs[start] = 1e3;
+            }
+        }
+        xs
+    }
+
+    /// The statistics of a row in f64, two passes.
+    fn stats(x: &[f32], eps: f64) -> (Vec<f64>, f64) {
+        let n = x.len() as f64;
+        let mean = x.iter().map(|&v| v as f64).sum::<f64>() / n;
+        let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
+        let rstd = 1. / (var + eps).sqrt();
+        (x.iter().map(|&v| (v as f64 - mean) * rstd).collect(), rstd)
+    }
+
+    /// `|got - want|` relative to `max(1, max |want|)`, at most `tol`.
+    fn check(what: &str, got: &[f32], want: &[f64], tol: f64) {
+        assert_eq!(got.len(), want.len(), "{what}");
+        let scale = want.iter().fold(1f64, |m, w| m.max(w.abs()));
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+            let err = (g as f64 - w).abs() / scale;
+            assert!(
+                err <= tol,
+                "{what}[{i}]: {g} against {w} (error {err:e} > {tol:e})"
+            );
+        }
+    }
+
+    // Widths around the vectors of both instruction sets (whole vectors, a tail, one lane
+    // short of a vector), short rows of one odd vector and a wide row.
+    const WIDTHS: [usize; 11] = [8, 15, 16, 17, 31, 33, 64, 333, 1024, 4097, 65536];
+    const EPS: f32 = 1e-5;
+
+    fn tol(n: usize) -> f64 {
+        // As the vendored tests' f32 tolerance: ~80 ulps plus a random walk over the row sums.
+        1e-5 + 2. * f32::EPSILON as f64 * (n as f64).sqrt()
+    }
+
+    fn uninit(len: usize) -> Vec<MaybeUninit<f32>> {
+        // NaN in every slot, so that a slot the kernels leave unwritten fails the checks.
+        vec![MaybeUninit::new(f32::NAN); len]
+    }
+
+    fn init(v: Vec<MaybeUninit<f32>>) -> Vec<f32> {
+        // Safety: every slot was initialized by `uninit`.
+        v.into_iter().map(|v| unsafe { v.assume_init() }).collect()
+    }
+
+    #[test]
+    fn fwd_matches_f64() {
+        let mut rng = StdRng::seed_from_u64(0);
+        for isa in Isa::all() {
+            for n in WIDTHS.into_iter().filter(|&n| Isa::detect(n).is_some()) {
+                for far in [false, true] {
+                    let n_rows = 5;
+                    let xs = rows(&mut rng, n_rows, n, far);
+                    let alpha: Vec<f32> = (0..n).map(|_| rng.random_range(-1.5..1.5)).collect();
+                    let beta: Vec<f32> = (0..n).map(|_| rng.random_range(-1f32..1.)).collect();
+                    let mut dst = uninit(xs.len());
+                    fwd(isa, &xs, (&alpha, &beta), EPS, &mut dst);
+                    let mut want = vec![];
+                    for x in xs.chunks(n) {
+                        let (xhat, _) = stats(x, EPS as f64);
+                        let y = xhat.iter().zip(alpha.iter().zip(&beta));
+                        want.extend(y.map(|(xh, (&a, &b))| xh * a as f64 + b as f64));
+                    }
+                    check(
+                        &format!("{isa:?} y {n} far {far}"),
+                        &init(dst),
+                        &want,
+                        tol(n),
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bwd_matches_f64() {
+        let mut rng = StdRng::seed_from_u64(1);
+        for isa in Isa::all() {
+            for n in WIDTHS.into_iter().filter(|&n| Isa::detect(n).is_some()) {
+                for far in [false, true] {
+                    let n_rows = 5;
+                    let xs = rows(&mut rng, n_rows, n, far);
+                    // dy and alpha with means away from 0: with `mean(g)` large, a far row's
+                    // `mean(g * xhat)` from the one-pass sums is off by more than the tolerance.
+                    let dys: Vec<f32> = (0..xs.len()).map(|_| rng.random_range(0.0..2.)).collect();
+                    let alpha: Vec<f32> = (0..n).map(|_| rng.random_range(-0.5..1.5)).collect();
+                    let mut dxs = uninit(xs.len());
+                    // Sums already in the outputs are added to.
+                    let (mut dalpha, mut dbeta) = (vec![0.5f32; n], vec![-0.25f32; n]);
+                    let dparams = (dalpha.as_mut_slice(), dbeta.as_mut_slice());
+                    bwd(isa, (&xs, &dys), &alpha, EPS, &mut dxs, dparams);
+                    let (mut want_dx, mut want_da, mut want_db) =
+                        (vec![], vec![0.5f64; n], vec![-0.25f64; n]);
+                    for (x, dy) in xs.chunks(n).zip(dys.chunks(n)) {
+                        let (xhat, rstd) = stats(x, EPS as f64);
+                        let g: Vec<f64> = dy
+                            .iter()
+                            .zip(&alpha)
+                            .map(|(&d, &a)| (d * a) as f64)
+                            .collect();
+                        let mean_g = g.iter().sum::<f64>() / n as f64;
+                        let mean_gx =
+                            g.iter().zip(&xhat).map(|(g, x)| g * x).sum::<f64>() / n as f64;
+                        let dx = g
+                            .iter()
+                            .zip(&xhat)
+                            .map(|(g, x)| (g - mean_g - x * mean_gx) * rstd);
+                        want_dx.extend(dx);
+                        for i in 0..n {
+                            want_da[i] += dy[i] as f64 * xhat[i];
+                            want_db[i] += dy[i] as f64;
+                        }
+                    }
+                    let what = format!("{isa:?} {n} far {far}");
+                    // dx's scale is rstd times the row's: relative to rows with a std of ~1.
+                    check(&format!("dx {what}"), &init(dxs), &want_dx, tol(n));
+                    check(
+                        &format!("dalpha {what}"),
+                        &dalpha,
+                        &want_da,
+                        tol(n * n_rows),
+                    );
+                    check(&format!("dbeta {what}"), &dbeta, &want_db, tol(n * n_rows));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn short_rows_stay_portable() {
+        assert_eq!(Isa::detect(7), None);
+        assert!(Isa::all().into_iter().all(|isa| match isa {
+            Isa::Avx512 => Isa::detect(16).is_some(),
+            Isa::Avx2 => Isa::detect(8).is_some(),
+        }));
+    }
+}
