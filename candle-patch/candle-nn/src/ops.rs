@@ -1160,19 +1160,6 @@ fn row_moment_lanes<A: num_traits::Float, const L: usize>(x: &[A], shift: A) -> 
     sum
 }
 
-/// Per-lane sums of `(x - shift - mean)^2` over the whole blocks of a row.
-#[inline(never)]
-fn row_var_lanes<A: num_traits::Float>(x: &[A], shift: A, mean: A) -> [A; ROW_LANES] {
-    let mut sum = [A::zero(); ROW_LANES];
-    for x in row_blocks::<A, ROW_LANES>(x).0 {
-        for j in 0..ROW_LANES {
-            let d = x[j] - shift - mean;
-            sum[j] = sum[j] + d * d;
-        }
-    }
-    sum
-}
-
 /// Per-lane sums of `d`, `d * d`, `g` and `g * d` with `d = x - shift`, `g = dy * alpha`, over
 /// the whole blocks of a row: the backward's statistics and its two row sums in one pass.
 #[inline(never)]
@@ -1230,7 +1217,7 @@ impl<A: num_traits::Float> LayerNormRowStats<A> {
     /// divisions and square roots run side by side in vector registers (for a row of 64
     /// elements one dependent chain costs as much as the elements). `far[r]`: row `r`'s shift is
     /// more than two standard deviations from its mean, `E[d^2] - E[d]^2` then loses the low
-    /// bits of the variance and the row takes `two_pass`. Otherwise the error is within a few
+    /// bits of the variance and the row is `reshifted`. Otherwise the error is within a few
     /// roundings of the two-pass variance.
     fn group_moments(
         sum_d: &[A; ROW_GROUP],
@@ -1255,13 +1242,17 @@ impl<A: num_traits::Float> LayerNormRowStats<A> {
         m
     }
 
-    /// Two passes: the mean of `d = x - shift`, then the variance around it.
-    fn two_pass(row: &[A], shift: A, mean: A, n: A, eps: A) -> Self {
-        let tail = row_blocks::<A, ROW_LANES>(row).1.iter().map(|&x| {
-            let d = x - shift - mean;
-            d * d
-        });
-        let var = fold_lanes(row_var_lanes(row, shift, mean), tail) / n;
+    /// A row whose shift is far from its `mean` (the mean of `x - shift`): its sums taken
+    /// again, shifted by that mean, so that they are sums of values around 0. Redoing only the
+    /// variance around the first mean is not enough: the sums of `x - shift` lose the low bits
+    /// of the mean as well (at 65536 f32 elements with an outlier first element, dx was off by
+    /// 1.9e-4 of its scale).
+    fn reshifted(row: &[A], shift: A, mean: A, n: A, eps: A) -> Self {
+        let shift = shift + mean;
+        let [d, d2] = row_moment_lanes::<A, ROW_LANES>(row, shift);
+        let tail = row_blocks::<A, ROW_LANES>(row).1.iter().map(|&x| x - shift);
+        let mean = fold_lanes(d, tail.clone()) / n;
+        let var = fold_lanes(d2, tail.map(|d| d * d)) / n - mean * mean;
         let rstd = (var.max(A::zero()) + eps).sqrt().recip();
         Self { shift, mean, rstd }
     }
@@ -1299,7 +1290,7 @@ impl<A: num_traits::Float> LayerNormRowStats<A> {
             .zip(m.far)
             .filter(|f| f.1)
         {
-            *s = Self::two_pass(row, s.shift, s.mean, n, eps);
+            *s = Self::reshifted(row, s.shift, s.mean, n, eps);
         }
         stats
     }
@@ -1527,7 +1518,7 @@ fn layer_norm_bwd_group<A: num_traits::Float, const L: usize>(
         )
     });
     for (((x, dy), out), _) in rows().zip(&mut out).zip(m.far).filter(|f| f.1) {
-        let s = LayerNormRowStats::two_pass(x, out.0.shift, out.0.mean, n, eps);
+        let s = LayerNormRowStats::reshifted(x, out.0.shift, out.0.mean, n, eps);
         let elems = x.iter().zip(dy).zip(alpha);
         let sum_gx = elems.fold(A::zero(), |acc, ((&x, &dy), &a)| {
             acc + dy * a * s.normalize(x)
@@ -2719,4 +2710,78 @@ impl candle::CustomOp3 for Sdpa {
 ///     - GQA is not supported (requires `qhead` == `kv_head`)
 pub fn sdpa(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32, softcapping: f32) -> Result<Tensor> {
     q.apply_op3_no_bwd(k, v, &Sdpa { scale, softcapping })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    /// `n_rows` rows of `n` values, each with its own mean in [-2, 2] and spread in [0.5, 2]
+    /// (as the layer-norm tests of `tests/ops.rs`) and an outlier first element (1e3), as f32
+    /// and f64.
+    fn outlier_rows(rng: &mut StdRng, n_rows: usize, n: usize) -> (Vec<f32>, Vec<f64>) {
+        let mut xs = vec![];
+        for r in 0..n_rows {
+            let (mean, std) = (rng.random_range(-2f32..2.), rng.random_range(0.5f32..2.));
+            xs.extend((0..n).map(|_| mean + std * rng.random_range(-1.7f32..1.7)));
+            xs[r * n] = 1e3;
+        }
+        let xs64 = xs.iter().map(|&v| v as f64).collect();
+        (xs, xs64)
+    }
+
+    fn uniform(rng: &mut StdRng, len: usize, lim: f32) -> (Vec<f32>, Vec<f64>) {
+        let v: Vec<f32> = (0..len).map(|_| rng.random_range(-lim..lim)).collect();
+        let v64 = v.iter().map(|&v| v as f64).collect();
+        (v, v64)
+    }
+
+    fn max_err(got: &[f32], want: &[f64]) -> f64 {
+        let scale = want.iter().fold(1f64, |m, w| m.max(w.abs()));
+        let errs = got.iter().zip(want).map(|(&g, w)| (g as f64 - w).abs());
+        errs.fold(0., f64::max) / scale
+    }
+
+    /// The portable f32 rows (taken on cpus without the `layer_norm_x86` path) against the same
+    /// code in f64, on wide rows whose first element is far from the mean: a far row's
+    /// statistics have to be summed again around its mean (`LayerNormRowStats::reshifted`).
+    #[test]
+    fn portable_rows_with_outlier_first() {
+        let (n_rows, n) = (8, 65536);
+        let mut rng = StdRng::seed_from_u64(47);
+        let (xs, xs64) = outlier_rows(&mut rng, n_rows, n);
+        let (dys, dys64) = uniform(&mut rng, xs.len(), 1.);
+        let (alpha, alpha64) = uniform(&mut rng, n, 1.5);
+        let beta = vec![0.25f32; n];
+        // The tests' f32 tolerance (tests/ops.rs `ln_tol`).
+        let tol = 1e-5 + 2. * f32::EPSILON as f64 * (n as f64).sqrt();
+
+        let mut y = OutputBuffer::<f32>::new(xs.len());
+        let mut bufs = Default::default();
+        layer_norm_fwd_task::<f32, ROW_LANES>((&xs, y.uninit()), (&alpha, &beta), 1e-5, &mut bufs);
+        // Safety: the task writes every row of its output.
+        let y = unsafe { y.assume_init() };
+        let y64 = layer_norm_cpu_fwd(&xs64, Some(&alpha64), Some(&vec![0.25; n]), n, 1e-5);
+        let err = max_err(&y, &y64);
+        assert!(err <= tol, "y: error {err:e} > {tol:e}");
+
+        let mut dx = OutputBuffer::<f32>::new(xs.len());
+        let (mut bufs, eps) = (Default::default(), (n as f32, 1e-5));
+        let rows = (xs.as_slice(), dys.as_slice(), dx.uninit());
+        let [dalpha, dbeta] =
+            layer_norm_bwd_task::<f32, ROW_LANES_BWD>(rows, &alpha, eps, &mut bufs);
+        // Safety: the task writes every row of its dx.
+        let dx = unsafe { dx.assume_init() };
+        let want = layer_norm_cpu_bwd(&xs64, &dys64, Some(&alpha64), n, 1e-5, true, true);
+        let (dx64, params) = want.split_at(xs.len());
+        for (what, got, want, tol) in [
+            ("dx", &dx, dx64, tol),
+            ("dalpha", &dalpha, &params[..n], tol),
+            ("dbeta", &dbeta, &params[n..], tol),
+        ] {
+            let err = max_err(got, want);
+            assert!(err <= tol, "{what}: error {err:e} > {tol:e}");
+        }
+    }
 }
