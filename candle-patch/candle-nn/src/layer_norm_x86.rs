@@ -7,10 +7,13 @@
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
-/// The vector instructions a row runs with. Only made by [`Isa::detect`], once the cpu is known
-/// to have them: the row functions rely on it.
+/// The vector instructions a row runs with. Only made by [`Isa::detect`] (its field is private to
+/// this module), once the cpu is known to have them: the row functions rely on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Isa {
+pub(crate) struct Isa(Kind);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
     Avx512,
     Avx2,
 }
@@ -20,10 +23,10 @@ impl Isa {
     /// (shorter rows stay on the portable path).
     pub(crate) fn detect(n_cols: usize) -> Option<Self> {
         if n_cols >= 16 && is_x86_feature_detected!("avx512f") {
-            Some(Self::Avx512)
+            Some(Self(Kind::Avx512))
         } else if n_cols >= 8 && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
         {
-            Some(Self::Avx2)
+            Some(Self(Kind::Avx2))
         } else {
             None
         }
@@ -34,10 +37,10 @@ impl Isa {
     fn all() -> Vec<Self> {
         let mut all = vec![];
         if is_x86_feature_detected!("avx512f") {
-            all.push(Self::Avx512)
+            all.push(Self(Kind::Avx512))
         }
         if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            all.push(Self::Avx2)
+            all.push(Self(Kind::Avx2))
         }
         all
     }
@@ -559,9 +562,9 @@ pub(crate) fn fwd(
     assert_eq!(xs.len(), dst.len());
     // Safety: the slices' lengths are checked above, and `isa` was detected on this cpu.
     unsafe {
-        match isa {
-            Isa::Avx512 => fwd_rows_avx512(xs, affine, eps, dst),
-            Isa::Avx2 => fwd_rows_avx2(xs, affine, eps, dst),
+        match isa.0 {
+            Kind::Avx512 => fwd_rows_avx512(xs, affine, eps, dst),
+            Kind::Avx2 => fwd_rows_avx2(xs, affine, eps, dst),
         }
     }
 }
@@ -582,9 +585,9 @@ pub(crate) fn bwd(
     assert!(dparams.0.len() == n_cols && dparams.1.len() == n_cols);
     // Safety: the slices' lengths are checked above, and `isa` was detected on this cpu.
     unsafe {
-        match isa {
-            Isa::Avx512 => bwd_rows_avx512(rows, alpha, eps, dxs, dparams),
-            Isa::Avx2 => bwd_rows_avx2(rows, alpha, eps, dxs, dparams),
+        match isa.0 {
+            Kind::Avx512 => bwd_rows_avx512(rows, alpha, eps, dxs, dparams),
+            Kind::Avx2 => bwd_rows_avx2(rows, alpha, eps, dxs, dparams),
         }
     }
 }
@@ -595,7 +598,8 @@ mod tests {
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
     /// Rows as the widths of the tests need them: a row of `n` values around its own mean, and
-    /// with `far` its first element far from the others (the two-pass variance).
+    /// with `far` its first element far from the others (the row is summed again around its
+    /// mean).
     fn rows(rng: &mut StdRng, n_rows: usize, n: usize, far: bool) -> Vec<f32> {
         let mut xs = vec![];
         for r in 0..n_rows {
@@ -738,8 +742,8 @@ mod tests {
     fn short_rows_stay_portable() {
         assert_eq!(Isa::detect(7), None);
         assert!(Isa::all().into_iter().all(|isa| match isa {
-            Isa::Avx512 => Isa::detect(16).is_some(),
-            Isa::Avx2 => Isa::detect(8).is_some(),
+            Isa(Kind::Avx512) => Isa::detect(16).is_some(),
+            Isa(Kind::Avx2) => Isa::detect(8).is_some(),
         }));
     }
 }
