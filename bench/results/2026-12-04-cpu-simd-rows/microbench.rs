@@ -1,6 +1,7 @@
 // Probe of 2026-12-04 (not built by the workspace): a standalone crate (/tmp/mb) whose main.rs this is,
 // with layer_norm_x86.rs included by #[path] and two copies of it with FUSE_COLS 0 / usize::MAX
-// (nofuse.rs, allfuse.rs). 'R=ROWS C=COLS ./mb': best of 200 single-threaded calls of each variant.
+// (nofuse.rs, allfuse.rs). 'R=ROWS C=COLS ./mb': best of 200 single-threaded calls of each variant. Written
+// against the module as it was at 18:50-19:15 UTC (Isa's variants have since become private).
 #[allow(dead_code)]
 mod nofuse;
 #[allow(dead_code)]
