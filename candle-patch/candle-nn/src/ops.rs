@@ -945,8 +945,8 @@ trait LayerNormDType: candle::WithDType {
     }
 
     /// The forward of a task's rows (see `layer_norm_fwd_task`) with the cpu's wider vectors,
-    /// where this type has such a path (f32 on x86-64 with AVX-512 or AVX2): false when the
-    /// rows were left to the portable path.
+    /// where this type has such a path (f32, and f16 / bf16 through f32, on x86-64 with
+    /// AVX-512 or AVX2): false when the rows were left to the portable path.
     fn fwd_rows_simd(_rows: FwdRows<'_, Self>, _affine: Affine<'_, Self::Acc>, _eps: f32) -> bool {
         false
     }
