@@ -306,6 +306,12 @@ macro_rules! bin_op {
                 $e(v1, v2)
             }
 
+            const F16_VEC: bool = true;
+            #[inline(always)]
+            fn f16_vec(xs1: &[f16], xs2: &[f16], ys: &mut [f16]) {
+                crate::cpu_backend::binary_f16_via_f32(xs1, xs2, ys, |v1, v2| $e(v1, v2))
+            }
+
             #[cfg(feature = "mkl")]
             const F32_VEC: bool = true;
             #[cfg(feature = "mkl")]

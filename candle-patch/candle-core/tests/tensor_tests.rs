@@ -355,6 +355,79 @@ fn binary_broadcast_blocks(device: &Device) -> Result<()> {
     Ok(())
 }
 
+/// The cpu's f16 binary ops, which run in f32 blocks (and over rayon's pool when long), against
+/// `f16`'s own operators element by element, bit for bit: contiguous operands (long, short, with a
+/// block tail), broadcast rows and columns, and a transposed operand. The operands take most f16
+/// bit patterns: NaNs, infinities, subnormals and zeros of both signs among them.
+#[test]
+fn binary_op_f16_cpu() -> Result<()> {
+    use half::f16;
+    let device = &Device::Cpu;
+    let values = |n: usize, seed: usize| -> Vec<f16> {
+        (0..n)
+            .map(|i| f16::from_bits(((i * 7919 + seed * 104729) % 65536) as u16))
+            .collect()
+    };
+    type Op = fn(&Tensor, &Tensor) -> Result<Tensor>;
+    type Want = fn(f16, f16) -> f16;
+    // (lhs shape, rhs shape, the rhs element of each output): the rhs broadcast to the lhs.
+    type Case = (&'static [usize], &'static [usize], fn(usize) -> usize);
+    let ops: [(&str, Op, Want); 6] = [
+        ("add", |a, b| a.broadcast_add(b), |a, b| a + b),
+        ("sub", |a, b| a.broadcast_sub(b), |a, b| a - b),
+        ("mul", |a, b| a.broadcast_mul(b), |a, b| a * b),
+        ("div", |a, b| a.broadcast_div(b), |a, b| a / b),
+        (
+            "maximum",
+            |a, b| a.broadcast_maximum(b),
+            |a, b| if a < b { b } else { a },
+        ),
+        (
+            "minimum",
+            |a, b| a.broadcast_minimum(b),
+            |a, b| if a > b { b } else { a },
+        ),
+    ];
+    let same =
+        |got: f16, want: f16| got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan();
+    for (name, op, want) in ops {
+        let cases: [Case; 5] = [
+            (&[70001], &[70001], |i| i),
+            (&[1000], &[1000], |i| i),
+            (&[300, 257], &[257], |i| i % 257),
+            (&[300, 257], &[300, 1], |i| i / 257),
+            (&[1, 1], &[1, 1], |i| i),
+        ];
+        for (ls, rs, rhs_index) in cases {
+            let (l, r) = (
+                values(ls.iter().product(), 1),
+                values(rs.iter().product(), 2),
+            );
+            let lt = Tensor::from_vec(l.clone(), ls, device)?;
+            let rt = Tensor::from_vec(r.clone(), rs, device)?;
+            let got = op(&lt, &rt)?.flatten_all()?.to_vec1::<f16>()?;
+            assert_eq!(got.len(), l.len());
+            for (i, &g) in got.iter().enumerate() {
+                let w = want(l[i], r[rhs_index(i)]);
+                assert!(
+                    same(g, w),
+                    "{name} {ls:?} {rs:?} [{i}]: {g:?} against {w:?}"
+                );
+            }
+        }
+        // A transposed rhs (not contiguous).
+        let (l, r) = (values(600, 3), values(600, 4));
+        let lt = Tensor::from_vec(l.clone(), (20, 30), device)?;
+        let rt = Tensor::from_vec(r.clone(), (30, 20), device)?.t()?;
+        let got = op(&lt, &rt)?.flatten_all()?.to_vec1::<f16>()?;
+        for (i, &g) in got.iter().enumerate() {
+            let w = want(l[i], r[(i % 30) * 20 + i / 30]);
+            assert!(same(g, w), "{name} transposed [{i}]: {g:?} against {w:?}");
+        }
+    }
+    Ok(())
+}
+
 fn binary_op(device: &Device) -> Result<()> {
     let data = &[[3f32, 1., 4., 1., 5.], [2., 1., 7., 8., 2.]];
     let tensor1 = Tensor::new(data, device)?;

@@ -1,9 +1,13 @@
-//! The cpu layer norm's f32 rows with AVX-512 or AVX2 + FMA vectors, picked at run time.
+//! The cpu layer norm's f32, f16 and bf16 rows with AVX-512 or AVX2 + FMA vectors, picked at
+//! run time.
 //!
 //! The portable rows in `ops.rs` are vectorized by the compiler for the build's target, which is
 //! SSE2 for the default x86-64 target; written with the wider vectors the cpu has, a row is a
 //! few vector loops: the row sums, the statistics, then the output. Each row only depends on
 //! itself, so the results do not depend on the number of threads, as on the portable path.
+//! 16-bit elements are converted to f32 lanes as they are loaded and rounded back as they are
+//! stored, so that every type runs the same f32 loops.
+use half::{bf16, f16};
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
@@ -24,12 +28,18 @@ impl Isa {
     pub(crate) fn detect(n_cols: usize) -> Option<Self> {
         if n_cols >= 16 && is_x86_feature_detected!("avx512f") {
             Some(Self(Kind::Avx512))
-        } else if n_cols >= 8 && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-        {
+        } else if n_cols >= 8 && Self::has_avx2() {
             Some(Self(Kind::Avx2))
         } else {
             None
         }
+    }
+
+    /// AVX2 with FMA, and F16C for the f16 conversions (every cpu with AVX2 has it so far).
+    fn has_avx2() -> bool {
+        is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+            && is_x86_feature_detected!("f16c")
     }
 
     /// Every instruction set of [`Isa`] this cpu has, for tests that compare them.
@@ -39,7 +49,7 @@ impl Isa {
         if is_x86_feature_detected!("avx512f") {
             all.push(Self(Kind::Avx512))
         }
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        if Self::has_avx2() {
             all.push(Self(Kind::Avx2))
         }
         all
@@ -51,8 +61,8 @@ impl Isa {
 trait Lanes: Copy {
     const N: usize;
     unsafe fn splat(v: f32) -> Self;
-    unsafe fn load(p: *const f32) -> Self;
-    unsafe fn store(self, p: *mut f32);
+    unsafe fn load<E: Elem>(p: *const E) -> Self;
+    unsafe fn store<E: Elem>(self, p: *mut E);
     unsafe fn add(self, o: Self) -> Self;
     unsafe fn sub(self, o: Self) -> Self;
     unsafe fn mul(self, o: Self) -> Self;
@@ -69,12 +79,12 @@ impl Lanes for __m512 {
         _mm512_set1_ps(v)
     }
     #[inline(always)]
-    unsafe fn load(p: *const f32) -> Self {
-        _mm512_loadu_ps(p)
+    unsafe fn load<E: Elem>(p: *const E) -> Self {
+        E::load_512(p)
     }
     #[inline(always)]
-    unsafe fn store(self, p: *mut f32) {
-        _mm512_storeu_ps(p, self)
+    unsafe fn store<E: Elem>(self, p: *mut E) {
+        E::store_512(self, p)
     }
     #[inline(always)]
     unsafe fn add(self, o: Self) -> Self {
@@ -109,12 +119,12 @@ impl Lanes for __m256 {
         _mm256_set1_ps(v)
     }
     #[inline(always)]
-    unsafe fn load(p: *const f32) -> Self {
-        _mm256_loadu_ps(p)
+    unsafe fn load<E: Elem>(p: *const E) -> Self {
+        E::load_256(p)
     }
     #[inline(always)]
-    unsafe fn store(self, p: *mut f32) {
-        _mm256_storeu_ps(p, self)
+    unsafe fn store<E: Elem>(self, p: *mut E) {
+        E::store_256(self, p)
     }
     #[inline(always)]
     unsafe fn add(self, o: Self) -> Self {
@@ -141,6 +151,129 @@ impl Lanes for __m256 {
         let v = _mm_add_ps(v, _mm_movehl_ps(v, v));
         let v = _mm_add_ss(v, _mm_shuffle_ps::<0b01>(v, v));
         _mm_cvtss_f32(v)
+    }
+}
+
+/// An element type of the rows in memory: f32, or a 16-bit type converted to f32 lanes as it
+/// is loaded and rounded to the nearest (ties to even) as it is stored, as `half`'s
+/// conversions do one element at a time.
+pub(crate) trait Elem: Copy + sealed::Sealed {
+    fn to_f32(self) -> f32;
+    fn from_f32(v: f32) -> Self;
+    /// Loads 16 elements (AVX-512F).
+    unsafe fn load_512(p: *const Self) -> __m512;
+    /// Stores 16 elements (AVX-512F).
+    unsafe fn store_512(v: __m512, p: *mut Self);
+    /// Loads 8 elements (AVX2, F16C).
+    unsafe fn load_256(p: *const Self) -> __m256;
+    /// Stores 8 elements (AVX2, F16C).
+    unsafe fn store_256(v: __m256, p: *mut Self);
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
+}
+
+impl Elem for f32 {
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+    #[inline(always)]
+    unsafe fn load_512(p: *const Self) -> __m512 {
+        _mm512_loadu_ps(p)
+    }
+    #[inline(always)]
+    unsafe fn store_512(v: __m512, p: *mut Self) {
+        _mm512_storeu_ps(p, v)
+    }
+    #[inline(always)]
+    unsafe fn load_256(p: *const Self) -> __m256 {
+        _mm256_loadu_ps(p)
+    }
+    #[inline(always)]
+    unsafe fn store_256(v: __m256, p: *mut Self) {
+        _mm256_storeu_ps(p, v)
+    }
+}
+
+/// `vcvtps2ph`'s rounding: to the nearest, ties to even, as `f16::from_f32`.
+const F16_ROUNDING: i32 = _MM_FROUND_TO_NEAREST_INT;
+
+impl Elem for f16 {
+    fn to_f32(self) -> f32 {
+        f16::to_f32(self)
+    }
+    fn from_f32(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+    #[inline(always)]
+    unsafe fn load_512(p: *const Self) -> __m512 {
+        _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
+    }
+    #[inline(always)]
+    unsafe fn store_512(v: __m512, p: *mut Self) {
+        _mm256_storeu_si256(p as *mut __m256i, _mm512_cvtps_ph::<F16_ROUNDING>(v))
+    }
+    #[inline(always)]
+    unsafe fn load_256(p: *const Self) -> __m256 {
+        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+    }
+    #[inline(always)]
+    unsafe fn store_256(v: __m256, p: *mut Self) {
+        _mm_storeu_si128(p as *mut __m128i, _mm256_cvtps_ph::<F16_ROUNDING>(v))
+    }
+}
+
+// bf16 is the upper half of an f32: loaded by shifting it there, stored by rounding the lower
+// half away, `(bits + 0x7fff + lsb) >> 16` with `lsb` the lowest bit kept (ties to even), and a
+// NaN kept a NaN as `bf16::from_f32` does: its upper half with the quiet bit set.
+impl Elem for bf16 {
+    fn to_f32(self) -> f32 {
+        bf16::to_f32(self)
+    }
+    fn from_f32(v: f32) -> Self {
+        bf16::from_f32(v)
+    }
+    #[inline(always)]
+    unsafe fn load_512(p: *const Self) -> __m512 {
+        let v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(p as *const __m256i));
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(v))
+    }
+    #[inline(always)]
+    unsafe fn store_512(v: __m512, p: *mut Self) {
+        let bits = _mm512_castps_si512(v);
+        let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(bits), _mm512_set1_epi32(1));
+        let rounded = _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        let quiet = _mm512_or_si512(bits, _mm512_set1_epi32(0x40 << 16));
+        let out = _mm512_srli_epi32::<16>(_mm512_mask_blend_epi32(nan, rounded, quiet));
+        _mm256_storeu_si256(p as *mut __m256i, _mm512_cvtepi32_epi16(out))
+    }
+    #[inline(always)]
+    unsafe fn load_256(p: *const Self) -> __m256 {
+        let v = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
+        _mm256_castsi256_ps(_mm256_slli_epi32::<16>(v))
+    }
+    #[inline(always)]
+    unsafe fn store_256(v: __m256, p: *mut Self) {
+        let bits = _mm256_castps_si256(v);
+        let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(bits), _mm256_set1_epi32(1));
+        let rounded = _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+        let nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+        let quiet = _mm256_or_si256(bits, _mm256_set1_epi32(0x40 << 16));
+        let out = _mm256_srli_epi32::<16>(_mm256_blendv_epi8(rounded, quiet, nan));
+        // The eight 32-bit lanes hold values below 2^16: packed in order, without saturating.
+        let (lo, hi) = (
+            _mm256_castsi256_si128(out),
+            _mm256_extracti128_si256::<1>(out),
+        );
+        _mm_storeu_si128(p as *mut __m128i, _mm_packus_epi32(lo, hi))
     }
 }
 
@@ -175,7 +308,7 @@ unsafe fn vector_sums<V: Lanes, const S: usize>(n_vec: usize, f: &impl Step<V, S
 }
 
 #[inline(always)]
-unsafe fn load<V: Lanes>(v: &[f32], o: usize) -> V {
+unsafe fn load<V: Lanes, E: Elem>(v: &[E], o: usize) -> V {
     V::load(v.as_ptr().add(o))
 }
 
@@ -234,29 +367,33 @@ const FUSE_COLS: usize = 2048;
 /// The forward's sums of a row: `d = x - shift` and `d * d`, the shift being the row's first
 /// element (or its mean, see `RowStats::new`).
 #[derive(Clone, Copy)]
-struct FwdTerms<'a> {
-    x: &'a [f32],
+struct FwdTerms<'a, E> {
+    x: &'a [E],
     shift: f32,
 }
 
-impl<V: Lanes> Step<V, 2> for FwdTerms<'_> {
+impl<V: Lanes, E: Elem> Step<V, 2> for FwdTerms<'_, E> {
     #[inline(always)]
     unsafe fn step(&self, s: &mut [V; 2], o: usize) {
-        let d = load::<V>(self.x, o).sub(V::splat(self.shift));
+        let d = load::<V, E>(self.x, o).sub(V::splat(self.shift));
         s[0] = s[0].add(d);
         s[1] = d.mul_add(d, s[1]);
     }
 }
 
-impl<'a> FwdTerms<'a> {
-    fn new(x: &'a [f32]) -> Self {
-        Self { x, shift: x[0] }
+impl<'a, E: Elem> FwdTerms<'a, E> {
+    fn new(x: &'a [E]) -> Self {
+        Self {
+            x,
+            shift: x[0].to_f32(),
+        }
     }
 
     /// The sums of the whole vectors from `vector_sums`, plus the elements past them.
+    #[inline(always)]
     fn with_tail<V: Lanes>(&self, mut s: [f32; 2]) -> [f32; 2] {
         for &v in &self.x[self.x.len() / V::N * V::N..] {
-            let d = v - self.shift;
+            let d = v.to_f32() - self.shift;
             s[0] += d;
             s[1] += d * d;
         }
@@ -281,18 +418,18 @@ impl<'a> FwdTerms<'a> {
 /// The backward's sums of a row of `x` and `dy`: `d = x - shift`, `d * d`, `g = dy * alpha`
 /// and `g * d`, the shift as in `FwdTerms`.
 #[derive(Clone, Copy)]
-struct BwdTerms<'a> {
-    x: &'a [f32],
-    dy: &'a [f32],
+struct BwdTerms<'a, E> {
+    x: &'a [E],
+    dy: &'a [E],
     alpha: &'a [f32],
     shift: f32,
 }
 
-impl<V: Lanes> Step<V, 4> for BwdTerms<'_> {
+impl<V: Lanes, E: Elem> Step<V, 4> for BwdTerms<'_, E> {
     #[inline(always)]
     unsafe fn step(&self, s: &mut [V; 4], o: usize) {
-        let d = load::<V>(self.x, o).sub(V::splat(self.shift));
-        let g = load::<V>(self.dy, o).mul(load(self.alpha, o));
+        let d = load::<V, E>(self.x, o).sub(V::splat(self.shift));
+        let g = load::<V, E>(self.dy, o).mul(load(self.alpha, o));
         s[0] = s[0].add(d);
         s[1] = d.mul_add(d, s[1]);
         s[2] = s[2].add(g);
@@ -300,13 +437,14 @@ impl<V: Lanes> Step<V, 4> for BwdTerms<'_> {
     }
 }
 
-impl BwdTerms<'_> {
+impl<E: Elem> BwdTerms<'_, E> {
     /// As `FwdTerms::with_tail`.
+    #[inline(always)]
     fn with_tail<V: Lanes>(&self, mut s: [f32; 4]) -> [f32; 4] {
         let tail = self.x.len() / V::N * V::N;
         let elems = self.x[tail..].iter().zip(&self.dy[tail..]);
         for ((&x, &dy), &a) in elems.zip(&self.alpha[tail..]) {
-            let (d, g) = (x - self.shift, dy * a);
+            let (d, g) = (x.to_f32() - self.shift, dy.to_f32() * a);
             s[0] += d;
             s[1] += d * d;
             s[2] += g;
@@ -353,17 +491,17 @@ impl<V: Lanes, W: Step<V, 0>, T: Step<V, S>, const S: usize> Step<V, S> for Writ
 }
 
 /// The forward's output of a row: `y = xhat * alpha + beta`.
-struct FwdWrite<'a> {
-    x: &'a [f32],
+struct FwdWrite<'a, E> {
+    x: &'a [E],
     affine: (&'a [f32], &'a [f32]),
     stats: RowStats,
-    y: *mut f32,
+    y: *mut E,
 }
 
-impl<V: Lanes> Step<V, 0> for FwdWrite<'_> {
+impl<V: Lanes, E: Elem> Step<V, 0> for FwdWrite<'_, E> {
     #[inline(always)]
     unsafe fn step(&self, _: &mut [V; 0], o: usize) {
-        let xhat = self.stats.xhat(load::<V>(self.x, o));
+        let xhat = self.stats.xhat(load::<V, E>(self.x, o));
         let (a, b) = (load(self.affine.0, o), load(self.affine.1, o));
         xhat.mul_add(a, b).store(self.y.add(o));
     }
@@ -393,11 +531,11 @@ unsafe fn write_then_sum<V: Lanes, W: Step<V, 0>, T: Step<V, S>, const S: usize>
 
 /// Rows of `alpha.len()` elements: `dst = (x - mean) * rstd * alpha + beta`.
 #[inline(always)]
-unsafe fn fwd_rows<V: Lanes>(
-    xs: &[f32],
+unsafe fn fwd_rows<V: Lanes, E: Elem>(
+    xs: &[E],
     (alpha, beta): (&[f32], &[f32]),
     eps: f32,
-    dst: &mut [MaybeUninit<f32>],
+    dst: &mut [MaybeUninit<E>],
 ) {
     let n_cols = alpha.len();
     let mut rows = xs.chunks_exact(n_cols).peekable();
@@ -411,7 +549,7 @@ unsafe fn fwd_rows<V: Lanes>(
     for dst in dst.chunks_exact_mut(n_cols) {
         let x = rows.next().expect("as many rows as outputs");
         let stats = FwdTerms::new(x).stats::<V>(sums, eps);
-        let y = dst.as_mut_ptr() as *mut f32;
+        let y = dst.as_mut_ptr() as *mut E;
         let write = FwdWrite {
             x,
             affine: (alpha, beta),
@@ -424,24 +562,24 @@ unsafe fn fwd_rows<V: Lanes>(
             sums = next.with_tail::<V>(sums);
         }
         for i in n_cols / V::N * V::N..n_cols {
-            *y.add(i) = stats.xhat1(x[i]).mul_add(alpha[i], beta[i]);
+            *y.add(i) = E::from_f32(stats.xhat1(x[i].to_f32()).mul_add(alpha[i], beta[i]));
         }
     }
 }
 
 /// The backward's outputs of a row: `dx = (g - mean(g) - xhat * mean(g * xhat)) * rstd`, and
 /// its terms added to `dalpha` and `dbeta`.
-struct BwdWrite<'a> {
-    row: &'a BwdTerms<'a>,
+struct BwdWrite<'a, E> {
+    row: &'a BwdTerms<'a, E>,
     stats: RowStats,
     mean_g: f32,
     mean_gx: f32,
-    dx: *mut f32,
+    dx: *mut E,
     dalpha: *mut f32,
     dbeta: *mut f32,
 }
 
-impl<V: Lanes> Step<V, 0> for BwdWrite<'_> {
+impl<V: Lanes, E: Elem> Step<V, 0> for BwdWrite<'_, E> {
     #[inline(always)]
     unsafe fn step(&self, _: &mut [V; 0], o: usize) {
         let BwdTerms { x, dy, alpha, .. } = *self.row;
@@ -457,11 +595,11 @@ impl<V: Lanes> Step<V, 0> for BwdWrite<'_> {
 
 /// Rows of `alpha.len()` elements: writes `dx` and adds the rows' terms to `dalpha`, `dbeta`.
 #[inline(always)]
-unsafe fn bwd_rows<V: Lanes>(
-    (xs, dys): (&[f32], &[f32]),
+unsafe fn bwd_rows<V: Lanes, E: Elem>(
+    (xs, dys): (&[E], &[E]),
     alpha: &[f32],
     eps: f32,
-    dxs: &mut [MaybeUninit<f32>],
+    dxs: &mut [MaybeUninit<E>],
     (dalpha, dbeta): (&mut [f32], &mut [f32]),
 ) {
     let n_cols = alpha.len();
@@ -470,7 +608,7 @@ unsafe fn bwd_rows<V: Lanes>(
         x,
         dy,
         alpha,
-        shift: x[0],
+        shift: x[0].to_f32(),
     });
     let mut rows = rows.peekable();
     let mut sums = match rows.peek() {
@@ -481,7 +619,7 @@ unsafe fn bwd_rows<V: Lanes>(
     for dx in dxs.chunks_exact_mut(n_cols) {
         let row = rows.next().expect("as many rows as outputs");
         let (stats, mean_g, mean_gx) = row.stats::<V>(sums, eps);
-        let dx = dx.as_mut_ptr() as *mut f32;
+        let dx = dx.as_mut_ptr() as *mut E;
         let write = BwdWrite {
             row: &row,
             stats,
@@ -498,64 +636,64 @@ unsafe fn bwd_rows<V: Lanes>(
         }
         let BwdTerms { x, dy, .. } = row;
         for i in n_cols / V::N * V::N..n_cols {
-            let xhat = stats.xhat1(x[i]);
-            *dx.add(i) = (dy[i] * alpha[i] - mean_g - xhat * mean_gx) * stats.rstd;
-            *da.add(i) = dy[i].mul_add(xhat, *da.add(i));
-            *db.add(i) += dy[i];
+            let (xhat, dy) = (stats.xhat1(x[i].to_f32()), dy[i].to_f32());
+            *dx.add(i) = E::from_f32((dy * alpha[i] - mean_g - xhat * mean_gx) * stats.rstd);
+            *da.add(i) = dy.mul_add(xhat, *da.add(i));
+            *db.add(i) += dy;
         }
     }
 }
 
 #[target_feature(enable = "avx512f")]
-unsafe fn fwd_rows_avx512(
-    xs: &[f32],
+unsafe fn fwd_rows_avx512<E: Elem>(
+    xs: &[E],
     affine: (&[f32], &[f32]),
     eps: f32,
-    dst: &mut [MaybeUninit<f32>],
+    dst: &mut [MaybeUninit<E>],
 ) {
-    fwd_rows::<__m512>(xs, affine, eps, dst)
+    fwd_rows::<__m512, E>(xs, affine, eps, dst)
 }
 
-#[target_feature(enable = "avx2,fma")]
-unsafe fn fwd_rows_avx2(
-    xs: &[f32],
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn fwd_rows_avx2<E: Elem>(
+    xs: &[E],
     affine: (&[f32], &[f32]),
     eps: f32,
-    dst: &mut [MaybeUninit<f32>],
+    dst: &mut [MaybeUninit<E>],
 ) {
-    fwd_rows::<__m256>(xs, affine, eps, dst)
+    fwd_rows::<__m256, E>(xs, affine, eps, dst)
 }
 
 #[target_feature(enable = "avx512f")]
-unsafe fn bwd_rows_avx512(
-    rows: (&[f32], &[f32]),
+unsafe fn bwd_rows_avx512<E: Elem>(
+    rows: (&[E], &[E]),
     alpha: &[f32],
     eps: f32,
-    dxs: &mut [MaybeUninit<f32>],
+    dxs: &mut [MaybeUninit<E>],
     dparams: (&mut [f32], &mut [f32]),
 ) {
-    bwd_rows::<__m512>(rows, alpha, eps, dxs, dparams)
+    bwd_rows::<__m512, E>(rows, alpha, eps, dxs, dparams)
 }
 
-#[target_feature(enable = "avx2,fma")]
-unsafe fn bwd_rows_avx2(
-    rows: (&[f32], &[f32]),
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn bwd_rows_avx2<E: Elem>(
+    rows: (&[E], &[E]),
     alpha: &[f32],
     eps: f32,
-    dxs: &mut [MaybeUninit<f32>],
+    dxs: &mut [MaybeUninit<E>],
     dparams: (&mut [f32], &mut [f32]),
 ) {
-    bwd_rows::<__m256>(rows, alpha, eps, dxs, dparams)
+    bwd_rows::<__m256, E>(rows, alpha, eps, dxs, dparams)
 }
 
 /// The forward of the rows of `xs` (whole rows of `alpha.len()` elements) into `dst`, the
 /// same length: every slot of `dst` is written.
-pub(crate) fn fwd(
+pub(crate) fn fwd<E: Elem>(
     isa: Isa,
-    xs: &[f32],
+    xs: &[E],
     affine: (&[f32], &[f32]),
     eps: f32,
-    dst: &mut [MaybeUninit<f32>],
+    dst: &mut [MaybeUninit<E>],
 ) {
     let n_cols = affine.0.len();
     assert!(n_cols > 0 && affine.1.len() == n_cols && xs.len().is_multiple_of(n_cols));
@@ -571,12 +709,12 @@ pub(crate) fn fwd(
 
 /// The backward of the rows of `xs` and `dys` (whole rows of `alpha.len()` elements): writes
 /// every slot of `dxs` and adds the rows' terms to `dalpha` and `dbeta`, in row order.
-pub(crate) fn bwd(
+pub(crate) fn bwd<E: Elem>(
     isa: Isa,
-    rows: (&[f32], &[f32]),
+    rows: (&[E], &[E]),
     alpha: &[f32],
     eps: f32,
-    dxs: &mut [MaybeUninit<f32>],
+    dxs: &mut [MaybeUninit<E>],
     dparams: (&mut [f32], &mut [f32]),
 ) {
     let n_cols = alpha.len();
@@ -736,6 +874,133 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Loads and stores of `E` through each instruction set's vectors against `half`'s scalar
+    /// conversions, bit for bit.
+    fn check_conversions<E: Elem + std::fmt::Debug>(bits: fn(u16) -> E) {
+        fn both<V: Lanes, E: Elem>(src: &[E], vals: &[f32], load: &mut [f32], store: &mut [E]) {
+            // Safety: the callers run this with the instruction set of `V` detected, and the
+            // lengths are whole vectors.
+            for o in (0..src.len()).step_by(V::N) {
+                unsafe { V::load(src.as_ptr().add(o)).store(load.as_mut_ptr().add(o)) }
+            }
+            for o in (0..vals.len()).step_by(V::N) {
+                unsafe { V::load(vals.as_ptr().add(o)).store(store.as_mut_ptr().add(o)) }
+            }
+        }
+        #[target_feature(enable = "avx512f")]
+        unsafe fn both_avx512<E: Elem>(s: &[E], v: &[f32], l: &mut [f32], st: &mut [E]) {
+            both::<__m512, E>(s, v, l, st)
+        }
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn both_avx2<E: Elem>(s: &[E], v: &[f32], l: &mut [f32], st: &mut [E]) {
+            both::<__m256, E>(s, v, l, st)
+        }
+        // Every 16-bit pattern to load; to store, f32 values around every rounding case: each
+        // 16-bit pattern as the upper half with lower halves at, around and past a tie, and
+        // random ones (NaNs with payloads, infinities, subnormals, overflows among them).
+        let src: Vec<E> = (0..=u16::MAX).map(bits).collect();
+        let mut rng = StdRng::seed_from_u64(2);
+        let mut vals = vec![];
+        for hi in 0..=u16::MAX as u32 {
+            for lo in [0, 1, 0x7fff, 0x8000, 0x8001, 0xffff] {
+                vals.push(f32::from_bits(hi << 16 | lo));
+            }
+            vals.push(f32::from_bits(rng.random()));
+            vals.push(rng.random_range(-7e4f32..7e4) * rng.random_range(0f32..1.).powi(8));
+        }
+        for isa in Isa::all() {
+            let (mut load, mut store) = (vec![0f32; src.len()], vec![bits(0); vals.len()]);
+            // Safety: `isa` was detected on this cpu.
+            unsafe {
+                match isa.0 {
+                    Kind::Avx512 => both_avx512(&src, &vals, &mut load, &mut store),
+                    Kind::Avx2 => both_avx2(&src, &vals, &mut load, &mut store),
+                }
+            }
+            // A signaling NaN is loaded as it is (`half` sets its quiet bit): a NaN all the same.
+            for (&e, &l) in src.iter().zip(&load) {
+                let want = e.to_f32();
+                assert!(
+                    want.to_bits() == l.to_bits() || want.is_nan() && l.is_nan(),
+                    "{isa:?} load {e:?}: {l:e}"
+                );
+            }
+            for (&v, &s) in vals.iter().zip(&store) {
+                let want = E::from_f32(v);
+                assert_eq!(
+                    want.to_f32().to_bits(),
+                    s.to_f32().to_bits(),
+                    "{isa:?} store {:#x}",
+                    v.to_bits()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn f16_conversions_match_half() {
+        check_conversions(f16::from_bits)
+    }
+
+    #[test]
+    fn bf16_conversions_match_half() {
+        check_conversions(bf16::from_bits)
+    }
+
+    /// The 16-bit rows give what their f32 rows give, rounded once: they run the same f32 loops
+    /// on the converted elements.
+    fn check_16bit_rows<E: Elem + std::fmt::Debug>() {
+        let mut rng = StdRng::seed_from_u64(3);
+        let bits = |v: &[E]| v.iter().map(|e| e.to_f32().to_bits()).collect::<Vec<_>>();
+        let rounded = |v| init(v).into_iter().map(E::from_f32).collect::<Vec<_>>();
+        for isa in Isa::all() {
+            for n in WIDTHS.into_iter().filter(|&n| Isa::detect(n).is_some()) {
+                let (n_rows, far) = (4, n % 2 == 1);
+                let xs = rows(&mut rng, n_rows, n, far);
+                let xs: Vec<E> = xs.into_iter().map(E::from_f32).collect();
+                let dys: Vec<E> = (0..xs.len())
+                    .map(|_| E::from_f32(rng.random_range(-1f32..2.)))
+                    .collect();
+                let alpha: Vec<f32> = (0..n).map(|_| rng.random_range(-1.5..1.5)).collect();
+                let beta: Vec<f32> = (0..n).map(|_| rng.random_range(-1f32..1.)).collect();
+                let (xs32, dys32): (Vec<f32>, Vec<f32>) = (
+                    xs.iter().map(|e| e.to_f32()).collect(),
+                    dys.iter().map(|e| e.to_f32()).collect(),
+                );
+                let what = format!("{isa:?} {n}");
+
+                let mut y = vec![MaybeUninit::new(E::from_f32(f32::NAN)); xs.len()];
+                fwd(isa, &xs, (&alpha, &beta), EPS, &mut y);
+                let mut y32 = uninit(xs.len());
+                fwd(isa, &xs32, (&alpha, &beta), EPS, &mut y32);
+                let y: Vec<E> = y.into_iter().map(|v| unsafe { v.assume_init() }).collect();
+                assert_eq!(bits(&y), bits(&rounded(y32)), "y {what}");
+
+                let mut dx = vec![MaybeUninit::new(E::from_f32(f32::NAN)); xs.len()];
+                let (mut da, mut db) = (vec![0.5f32; n], vec![-0.25f32; n]);
+                bwd(isa, (&xs, &dys), &alpha, EPS, &mut dx, (&mut da, &mut db));
+                let mut dx32 = uninit(xs.len());
+                let (mut da32, mut db32) = (vec![0.5f32; n], vec![-0.25f32; n]);
+                let dparams = (da32.as_mut_slice(), db32.as_mut_slice());
+                bwd(isa, (&xs32, &dys32), &alpha, EPS, &mut dx32, dparams);
+                let dx: Vec<E> = dx.into_iter().map(|v| unsafe { v.assume_init() }).collect();
+                assert_eq!(bits(&dx), bits(&rounded(dx32)), "dx {what}");
+                assert_eq!(da, da32, "dalpha {what}");
+                assert_eq!(db, db32, "dbeta {what}");
+            }
+        }
+    }
+
+    #[test]
+    fn f16_rows_are_f32_rows_rounded() {
+        check_16bit_rows::<f16>()
+    }
+
+    #[test]
+    fn bf16_rows_are_f32_rows_rounded() {
+        check_16bit_rows::<bf16>()
     }
 
     #[test]

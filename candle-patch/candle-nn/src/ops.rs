@@ -912,12 +912,6 @@ trait LayerNormDType: candle::WithDType {
     fn acc_row<'a>(row: &'a [Self], buf: &'a mut Vec<Self::Acc>) -> &'a [Self::Acc];
     /// The slice `acc_row(row, buf)` returned, without converting `row` again.
     fn acc_row_view<'a>(row: &'a [Self], buf: &'a [Self::Acc]) -> &'a [Self::Acc];
-    /// Writes `src` converted from the accumulation type into `dst`, the same length.
-    fn from_acc_slice(src: &[Self::Acc], dst: &mut [std::mem::MaybeUninit<Self>]) {
-        for (d, &v) in dst.iter_mut().zip(src) {
-            d.write(Self::from_acc(v));
-        }
-    }
 
     /// `row_fwd_y` for a row of this type; `out` is a buffer for the row in the accumulation
     /// type where the type converts its output after the loop (f16).
@@ -945,8 +939,8 @@ trait LayerNormDType: candle::WithDType {
     }
 
     /// The forward of a task's rows (see `layer_norm_fwd_task`) with the cpu's wider vectors,
-    /// where this type has such a path (f32, and f16 / bf16 through f32, on x86-64 with
-    /// AVX-512 or AVX2): false when the rows were left to the portable path.
+    /// where this type has such a path (f32, f16 and bf16 on x86-64 with AVX-512 or AVX2):
+    /// false when the rows were left to the portable path.
     fn fwd_rows_simd(_rows: FwdRows<'_, Self>, _affine: Affine<'_, Self::Acc>, _eps: f32) -> bool {
         false
     }
@@ -1019,27 +1013,23 @@ unsafe fn f16_row_via_f32<R>(
     dst: &mut [std::mem::MaybeUninit<half::f16>],
     write: impl FnOnce(&mut [std::mem::MaybeUninit<f32>]) -> R,
 ) -> R {
+    use half::slice::HalfFloatSliceExt;
+    const BLOCK: usize = 64;
     let len = dst.len();
     buf.clear();
     buf.reserve(len);
     let r = write(&mut buf.spare_capacity_mut()[..len]);
     // Safety: `write` initialized the `len` slots (the caller's contract).
     unsafe { buf.set_len(len) };
-    f16_from_f32_slice(buf, dst);
-    r
-}
-/// `LayerNormDType::from_acc_slice` for f16, with `half`'s slice conversion a block at a time.
-fn f16_from_f32_slice(src: &[f32], dst: &mut [std::mem::MaybeUninit<half::f16>]) {
-    use half::slice::HalfFloatSliceExt;
-    const BLOCK: usize = 64;
     let mut block = [half::f16::ZERO; BLOCK];
-    for (src, dst) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
+    for (src, dst) in buf.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
         let block = &mut block[..src.len()];
         block.convert_from_f32_slice(src);
         for (d, &h) in dst.iter_mut().zip(block.iter()) {
             d.write(h);
         }
     }
+    r
 }
 fn same_row_view<'a, T>(row: &'a [T], _: &'a [T]) -> &'a [T] {
     row
@@ -1047,70 +1037,33 @@ fn same_row_view<'a, T>(row: &'a [T], _: &'a [T]) -> &'a [T] {
 fn converted_row_view<'a, T, A>(_: &'a [T], buf: &'a [A]) -> &'a [A] {
     buf
 }
-/// Rows of the 16-bit types that `layer_norm_x86` runs, a block at a time: about this many
-/// elements, converted to f32 and back.
+/// `LayerNormDType::fwd_rows_simd` for the types `layer_norm_x86` runs (f32, f16, bf16).
 #[cfg(target_arch = "x86_64")]
-const SIMD_BLOCK_ELEMS: usize = ROW_TASK_ELEMS;
-
-/// `LayerNormDType::fwd_rows_simd` for the types that run in f32 (f16, bf16): a block of rows
-/// at a time converted to f32, run by `layer_norm_x86` into f32 and converted back.
-#[cfg(target_arch = "x86_64")]
-fn fwd_rows_simd_via_f32<T: LayerNormDType<Acc = f32>>(
+fn fwd_rows_x86<T: crate::layer_norm_x86::Elem>(
     (xs, dst): FwdRows<'_, T>,
     affine: Affine<'_, f32>,
     eps: f32,
 ) -> bool {
     use crate::layer_norm_x86::{fwd, Isa};
-    let n_cols = affine.0.len();
-    let Some(isa) = Isa::detect(n_cols) else {
-        return false;
-    };
-    let block = (SIMD_BLOCK_ELEMS / n_cols).max(1) * n_cols;
-    let (mut x_buf, mut y) = (vec![], vec![]);
-    for (xs, dst) in xs.chunks(block).zip(dst.chunks_mut(block)) {
-        let x = T::acc_row(xs, &mut x_buf);
-        y.clear();
-        y.reserve(x.len());
-        fwd(isa, x, affine, eps, &mut y.spare_capacity_mut()[..x.len()]);
-        // Safety: `fwd` writes every slot it is given.
-        unsafe { y.set_len(x.len()) };
-        T::from_acc_slice(&y, dst);
+    match Isa::detect(affine.0.len()) {
+        Some(isa) => {
+            fwd(isa, xs, affine, eps, dst);
+            true
+        }
+        None => false,
     }
-    true
 }
-
-/// `LayerNormDType::bwd_rows_simd` for the types that run in f32, as `fwd_rows_simd_via_f32`:
-/// the rows' `dalpha` and `dbeta` terms are added in row order, as in one call.
+/// `LayerNormDType::bwd_rows_simd` for the types `layer_norm_x86` runs (f32, f16, bf16).
 #[cfg(target_arch = "x86_64")]
-fn bwd_rows_simd_via_f32<T: LayerNormDType<Acc = f32>>(
+fn bwd_rows_x86<T: crate::layer_norm_x86::Elem>(
     (xs, dys, dxs): BwdGroup<'_, T>,
     alpha: &[f32],
     eps: f32,
 ) -> Option<[Vec<f32>; 2]> {
     use crate::layer_norm_x86::{bwd, Isa};
-    let n_cols = alpha.len();
-    let isa = Isa::detect(n_cols)?;
-    let block = (SIMD_BLOCK_ELEMS / n_cols).max(1) * n_cols;
-    let (mut dalpha, mut dbeta) = (vec![0.; n_cols], vec![0.; n_cols]);
-    let (mut x_buf, mut dy_buf, mut dx) = (vec![], vec![], vec![]);
-    let blocks = xs.chunks(block).zip(dys.chunks(block));
-    for ((xs, dys), dxs) in blocks.zip(dxs.chunks_mut(block)) {
-        let (x, dy) = (T::acc_row(xs, &mut x_buf), T::acc_row(dys, &mut dy_buf));
-        dx.clear();
-        dx.reserve(x.len());
-        let dparams = (dalpha.as_mut_slice(), dbeta.as_mut_slice());
-        bwd(
-            isa,
-            (x, dy),
-            alpha,
-            eps,
-            &mut dx.spare_capacity_mut()[..x.len()],
-            dparams,
-        );
-        // Safety: `bwd` writes every slot of its dx.
-        unsafe { dx.set_len(x.len()) };
-        T::from_acc_slice(&dx, dxs);
-    }
+    let isa = Isa::detect(alpha.len())?;
+    let (mut dalpha, mut dbeta) = (vec![0.; alpha.len()], vec![0.; alpha.len()]);
+    bwd(isa, (xs, dys), alpha, eps, dxs, (&mut dalpha, &mut dbeta));
     Some([dalpha, dbeta])
 }
 layer_norm_dtype!(
@@ -1121,27 +1074,12 @@ layer_norm_dtype!(
     same_row,
     same_row_view,
     #[cfg(target_arch = "x86_64")]
-    fn fwd_rows_simd((xs, dst): FwdRows<'_, Self>, affine: Affine<'_, f32>, eps: f32) -> bool {
-        use crate::layer_norm_x86::{fwd, Isa};
-        match Isa::detect(affine.0.len()) {
-            Some(isa) => {
-                fwd(isa, xs, affine, eps, dst);
-                true
-            }
-            None => false,
-        }
+    fn fwd_rows_simd(rows: FwdRows<'_, Self>, affine: Affine<'_, f32>, eps: f32) -> bool {
+        fwd_rows_x86(rows, affine, eps)
     },
     #[cfg(target_arch = "x86_64")]
-    fn bwd_rows_simd(
-        (xs, dys, dxs): BwdGroup<'_, Self>,
-        alpha: &[f32],
-        eps: f32,
-    ) -> Option<[Vec<f32>; 2]> {
-        use crate::layer_norm_x86::{bwd, Isa};
-        let isa = Isa::detect(alpha.len())?;
-        let (mut dalpha, mut dbeta) = (vec![0.; alpha.len()], vec![0.; alpha.len()]);
-        bwd(isa, (xs, dys), alpha, eps, dxs, (&mut dalpha, &mut dbeta));
-        Some([dalpha, dbeta])
+    fn bwd_rows_simd(rows: BwdGroup<'_, Self>, alpha: &[f32], eps: f32) -> Option<[Vec<f32>; 2]> {
+        bwd_rows_x86(rows, alpha, eps)
     }
 );
 layer_norm_dtype!(f64, f64, |v| v, |v| v, same_row, same_row_view);
@@ -1178,16 +1116,13 @@ layer_norm_dtype!(
             })
         }
     },
-    fn from_acc_slice(src: &[f32], dst: &mut [std::mem::MaybeUninit<Self>]) {
-        f16_from_f32_slice(src, dst)
-    },
     #[cfg(target_arch = "x86_64")]
     fn fwd_rows_simd(rows: FwdRows<'_, Self>, affine: Affine<'_, f32>, eps: f32) -> bool {
-        fwd_rows_simd_via_f32(rows, affine, eps)
+        fwd_rows_x86(rows, affine, eps)
     },
     #[cfg(target_arch = "x86_64")]
     fn bwd_rows_simd(rows: BwdGroup<'_, Self>, alpha: &[f32], eps: f32) -> Option<[Vec<f32>; 2]> {
-        bwd_rows_simd_via_f32(rows, alpha, eps)
+        bwd_rows_x86(rows, alpha, eps)
     }
 );
 layer_norm_dtype!(
@@ -1199,11 +1134,11 @@ layer_norm_dtype!(
     converted_row_view,
     #[cfg(target_arch = "x86_64")]
     fn fwd_rows_simd(rows: FwdRows<'_, Self>, affine: Affine<'_, f32>, eps: f32) -> bool {
-        fwd_rows_simd_via_f32(rows, affine, eps)
+        fwd_rows_x86(rows, affine, eps)
     },
     #[cfg(target_arch = "x86_64")]
     fn bwd_rows_simd(rows: BwdGroup<'_, Self>, alpha: &[f32], eps: f32) -> Option<[Vec<f32>; 2]> {
-        bwd_rows_simd_via_f32(rows, alpha, eps)
+        bwd_rows_x86(rows, alpha, eps)
     }
 );
 
@@ -1397,8 +1332,9 @@ impl<A: num_traits::Float> LayerNormRowStats<A> {
 }
 
 /// `v` converted to the accumulation type, once per call for the weights.
+/// `v` in the accumulation type, converted as the rows are (`acc_row`: f16 a block at a time).
 fn acc_vec<T: LayerNormDType>(v: &[T]) -> Vec<T::Acc> {
-    v.iter().map(|v| v.to_acc()).collect()
+    T::acc_row(v, &mut Vec::new()).to_vec()
 }
 
 /// A buffer of `len` elements for an op's output, every element written by the op before the

@@ -790,11 +790,12 @@ fn layer_norm_large_mean(dev: &Device) -> Result<()> {
 /// Rows whose first element lies far from the others (1e3 against values in [-1.7, 1.7]).
 /// Statistics taken in one pass over the row shifted by its first element, `E[d^2] - E[d]^2`,
 /// cancel here (|mean - x[0]| is ~32 standard deviations at n = 1024): a kernel that takes
-/// that pass must take a second one for such rows.
+/// that pass must take a second one for such rows. 65536: rows past the resident tiers (the
+/// cuda forward's `big` kernel and split backward), and the cpu's row sums at their longest.
 fn layer_norm_outlier_first(dev: &Device) -> Result<()> {
     let mut rng = StdRng::seed_from_u64(47);
     let rows = 3;
-    for n in [17, 1024, 4097] {
+    for n in [17, 1024, 4097, 65536] {
         let mut x = ln_rows(&mut rng, rows, n);
         for row in x.chunks_mut(n) {
             row[0] = 1e3;

@@ -7,6 +7,7 @@ use half::{bf16, f16};
 use rayon::prelude::*;
 
 mod utils;
+pub(crate) use utils::binary_f16_via_f32;
 pub use utils::{
     binary_map, binary_map_par, binary_map_vec, unary_map, unary_map_vec, Map1, Map1Any, Map2,
     Map2InPlace, Map2U8,

@@ -170,6 +170,47 @@ where
     }
 }
 
+/// `ys[i] = f(xs1[i], xs2[i])` for f16 slices of one length, computed in f32 a block at a time
+/// with `half`'s slice conversions (F16C where the cpu has it): `f16`'s operators convert each
+/// operand and the result through functions that check the cpu every time. Each result is the
+/// f32 result rounded to f16, as those operators give. Long slices are split in blocks over
+/// rayon's pool, as in `binary_map_par`.
+pub(crate) fn binary_f16_via_f32<F>(
+    xs1: &[half::f16],
+    xs2: &[half::f16],
+    ys: &mut [half::f16],
+    f: F,
+) where
+    F: Fn(f32, f32) -> f32 + Sync,
+{
+    use half::slice::HalfFloatSliceExt;
+    use rayon::prelude::*;
+    assert!(xs1.len() == ys.len() && xs2.len() == ys.len());
+    let blocks = |xs1: &[half::f16], xs2: &[half::f16], ys: &mut [half::f16]| {
+        const BLOCK: usize = 256;
+        let (mut v1, mut v2) = ([0f32; BLOCK], [0f32; BLOCK]);
+        let slices = xs1.chunks(BLOCK).zip(xs2.chunks(BLOCK));
+        for ((xs1, xs2), ys) in slices.zip(ys.chunks_mut(BLOCK)) {
+            let (v1, v2) = (&mut v1[..ys.len()], &mut v2[..ys.len()]);
+            xs1.convert_to_f32_slice(v1);
+            xs2.convert_to_f32_slice(v2);
+            for (v1, &v2) in v1.iter_mut().zip(v2.iter()) {
+                *v1 = f(*v1, v2);
+            }
+            ys.convert_from_f32_slice(v1);
+        }
+    };
+    if ys.len() >= PAR_MIN_ELEMS {
+        let tasks = xs1
+            .par_chunks(PAR_TASK_ELEMS)
+            .zip(xs2.par_chunks(PAR_TASK_ELEMS));
+        let tasks = tasks.zip(ys.par_chunks_mut(PAR_TASK_ELEMS));
+        tasks.for_each(|((xs1, xs2), ys)| blocks(xs1, xs2, ys));
+    } else {
+        blocks(xs1, xs2, ys)
+    }
+}
+
 pub fn binary_map<T: Copy, U: Copy, F: FnMut(T, T) -> U>(
     lhs_l: &Layout,
     rhs_l: &Layout,
