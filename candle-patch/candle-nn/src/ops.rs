@@ -1481,21 +1481,29 @@ fn layer_norm_cpu_fwd<T: LayerNormDType>(
     let beta = beta.map_or_else(|| vec![zero; n_cols], acc_vec);
     let mut dst = OutputBuffer::new(xs.len());
     let chunk = (ROW_TASK_ELEMS / n_cols).max(1) * n_cols;
-    xs.par_chunks(chunk)
-        .zip(dst.uninit().par_chunks_mut(chunk))
-        .for_each_init(Default::default, |bufs, (src, dst)| {
-            let affine = (alpha.as_slice(), beta.as_slice());
-            if T::fwd_rows_simd((src, &mut *dst), affine, eps) {
-                return;
-            }
-            // The loop keeps the next row's sums while it writes this row's output: for f64
-            // (two per vector register) half the lanes, more would not fit in the registers.
-            if std::mem::size_of::<T::Acc>() == 8 {
-                layer_norm_fwd_task::<T, { ROW_LANES / 2 }>((src, dst), affine, eps, bufs)
-            } else {
-                layer_norm_fwd_task::<T, ROW_LANES>((src, dst), affine, eps, bufs)
-            }
-        });
+    let task = |bufs: &mut _, (src, dst): (&[T], &mut [std::mem::MaybeUninit<T>])| {
+        let affine = (alpha.as_slice(), beta.as_slice());
+        if T::fwd_rows_simd((src, &mut *dst), affine, eps) {
+            return;
+        }
+        // The loop keeps the next row's sums while it writes this row's output: for f64
+        // (two per vector register) half the lanes, more would not fit in the registers.
+        if std::mem::size_of::<T::Acc>() == 8 {
+            layer_norm_fwd_task::<T, { ROW_LANES / 2 }>((src, dst), affine, eps, bufs)
+        } else {
+            layer_norm_fwd_task::<T, ROW_LANES>((src, dst), affine, eps, bufs)
+        }
+    };
+    if rayon::current_num_threads() == 1 {
+        // On the calling thread: a pool of one thread would take the tasks from it and hand
+        // back the result, a wake-up each way.
+        let mut bufs = Default::default();
+        let chunks = xs.chunks(chunk).zip(dst.uninit().chunks_mut(chunk));
+        chunks.for_each(|c| task(&mut bufs, c));
+    } else {
+        let chunks = xs.par_chunks(chunk).zip(dst.uninit().par_chunks_mut(chunk));
+        chunks.for_each_init(Default::default, task);
+    }
     // Safety: the rows cover `xs`, every element of every row was written.
     unsafe { dst.assume_init() }
 }
@@ -1752,22 +1760,29 @@ fn layer_norm_cpu_bwd<T: LayerNormDType>(
         .max(4 * ROW_TASK_ELEMS / n_cols)
         .max(8);
     let (dxs, dparams) = dst.uninit().split_at_mut(el_count);
-    let partials: Vec<_> = xs
-        .par_chunks(rows_per_chunk * n_cols)
-        .zip(grad.par_chunks(rows_per_chunk * n_cols))
-        .zip(dxs.par_chunks_mut(rows_per_chunk * n_cols))
-        .map_init(Default::default, |bufs, ((xs, grad), dxs)| {
-            if let Some(sums) = T::bwd_rows_simd((xs, grad, &mut *dxs), &alpha, eps) {
-                return sums;
-            }
-            let (rows, stats) = ((xs, grad, dxs), (n, eps_acc));
-            if std::mem::size_of::<T>() == 2 {
-                layer_norm_bwd_task::<T, { 2 * ROW_LANES_BWD }>(rows, &alpha, stats, bufs)
-            } else {
-                layer_norm_bwd_task::<T, ROW_LANES_BWD>(rows, &alpha, stats, bufs)
-            }
-        })
-        .collect();
+    let task = |bufs: &mut _, ((xs, grad), dxs): ((&[T], &[T]), &mut [_])| {
+        if let Some(sums) = T::bwd_rows_simd((xs, grad, &mut *dxs), &alpha, eps) {
+            return sums;
+        }
+        let (rows, stats) = ((xs, grad, dxs), (n, eps_acc));
+        if std::mem::size_of::<T>() == 2 {
+            layer_norm_bwd_task::<T, { 2 * ROW_LANES_BWD }>(rows, &alpha, stats, bufs)
+        } else {
+            layer_norm_bwd_task::<T, ROW_LANES_BWD>(rows, &alpha, stats, bufs)
+        }
+    };
+    let chunk = rows_per_chunk * n_cols;
+    let partials: Vec<_> = if rayon::current_num_threads() == 1 {
+        // On the calling thread, as in `layer_norm_cpu_fwd`.
+        let mut bufs = Default::default();
+        let chunks = xs.chunks(chunk).zip(grad.chunks(chunk));
+        let chunks = chunks.zip(dxs.chunks_mut(chunk));
+        chunks.map(|c| task(&mut bufs, c)).collect()
+    } else {
+        let chunks = xs.par_chunks(chunk).zip(grad.par_chunks(chunk));
+        let chunks = chunks.zip(dxs.par_chunks_mut(chunk));
+        chunks.map_init(Default::default, task).collect()
+    };
     let (dalpha, dbeta) = dparams.split_at_mut(if alpha_grad { n_cols } else { 0 });
     let parts = |i: usize| partials.iter().map(|p| p[i].as_slice()).collect::<Vec<_>>();
     sum_partials(dalpha, &parts(0));

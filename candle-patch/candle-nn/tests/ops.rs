@@ -962,6 +962,17 @@ fn layer_norm_deterministic(dev: &Device) -> Result<()> {
                     );
                 }
             }
+            // A pool of one thread runs the rows on the calling thread, in the same chunks.
+            if dev.is_cpu() {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .build()
+                    .unwrap();
+                let one = pool.install(run)?;
+                for (name, (a, b)) in ["y", "dx", "dw", "db"].iter().zip(first.iter().zip(&one)) {
+                    assert!(a == b, "{dtype:?} n={n}: {name} differs on one thread");
+                }
+            }
         }
     }
     Ok(())
