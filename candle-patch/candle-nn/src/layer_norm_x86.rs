@@ -327,8 +327,10 @@ impl RowStats {
     /// `E[d^2] - E[d]^2` then loses the low bits of the variance, and the sums of `d` the low
     /// bits of the mean. Such a row is summed again, shifted by this mean (`reshift`).
     fn new(shift: f32, sum_d: f32, sum_d2: f32, n: f32, eps: f32) -> Option<Self> {
-        let mean = sum_d / n;
-        let var = sum_d2 / n - mean * mean;
+        // One division, off the sums' path: the quotients are products by `1 / n`.
+        let inv_n = n.recip();
+        let mean = sum_d * inv_n;
+        let var = sum_d2 * inv_n - mean * mean;
         let rstd = (var.max(0.) + eps).sqrt().recip();
         (mean * mean <= 4. * var).then_some(Self { shift, mean, rstd })
     }
@@ -341,8 +343,10 @@ impl RowStats {
 
     /// `new` after the second sums: the shift is then close to the mean.
     fn close(shift: f32, sum_d: f32, sum_d2: f32, n: f32, eps: f32) -> Self {
-        let mean = sum_d / n;
-        let var = sum_d2 / n - mean * mean;
+        // One division, off the sums' path: the quotients are products by `1 / n`.
+        let inv_n = n.recip();
+        let mean = sum_d * inv_n;
+        let var = sum_d2 * inv_n - mean * mean;
         let rstd = (var.max(0.) + eps).sqrt().recip();
         Self { shift, mean, rstd }
     }
@@ -469,9 +473,10 @@ impl<E: Elem> BwdTerms<'_, E> {
                 (RowStats::close(t.shift, s[0], s[1], n, eps), s)
             }
         };
-        let mean_g = sum_g / n;
+        let inv_n = n.recip();
+        let mean_g = sum_g * inv_n;
         // mean(g * xhat) = rstd * (mean(g * d) - mean * mean(g)).
-        let mean_gx = stats.rstd * (sum_gd / n - stats.mean * mean_g);
+        let mean_gx = stats.rstd * (sum_gd * inv_n - stats.mean * mean_g);
         (stats, mean_g, mean_gx)
     }
 }
