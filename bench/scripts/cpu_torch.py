@@ -4,7 +4,7 @@ the same thread count (torch.set_num_threads, default 2 = this machine's cores).
 F.layer_norm; bwd = aten.native_layer_norm_backward alone (dx, dw, db, no autograd engine);
 fwd_bwd = F.layer_norm then autograd.grad of sum(y * dy) for x, w, b (the algebra of candle's
 `(y * dy).backward()`). Median over `--reps` batches, microseconds. `--dtypes f32,bf16,f16,f64`
-as the bench's `LN_CPU_DTYPES` (f32 by default).
+as the bench's `LN_CPU_DTYPES` (f32 by default), `--shapes RxC,RxC` as its `LN_CPU_SHAPES`.
 
 With --criterion DIR (target/criterion), prints candle's criterion medians beside PyTorch's.
 """
@@ -51,13 +51,17 @@ def main():
     ap.add_argument("--reps", type=int, default=11)
     ap.add_argument("--criterion", help="target/criterion of a `cargo bench --bench cpu` run")
     ap.add_argument("--dtypes", default="f32", help="comma separated: " + ",".join(DTYPES))
+    ap.add_argument("--shapes", help="RxC,RxC (default: the bench's shapes)")
     a = ap.parse_args()
+    shapes = SHAPES
+    if a.shapes:
+        shapes = [tuple(int(v) for v in rc.split("x")) for rc in a.shapes.split(",")]
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads, median us")
     print("| shape | level | candle | torch | torch/candle |")
     print("|---|---|---:|---:|---:|")
-    for name, rows, cols in [(d, r, c) for d in a.dtypes.split(",") for r, c in SHAPES]:
+    for name, rows, cols in [(d, r, c) for d in a.dtypes.split(",") for r, c in shapes]:
         dt = DTYPES[name]
         x = torch.randn(rows, cols).to(dt)
         w, b = (1 + 0.1 * torch.randn(cols)).to(dt), (0.1 * torch.randn(cols)).to(dt)
