@@ -572,14 +572,45 @@ unsafe fn fwd_rows<V: Lanes, E: Elem>(
     }
 }
 
-/// The backward's outputs of a row: `dx = (g - mean(g) - xhat * mean(g * xhat)) * rstd`, and
-/// its terms added to `dalpha` and `dbeta`.
-struct BwdWrite<'a, E> {
+/// The backward's `dx` of a row: `dx = (g - mean(g) - xhat * mean(g * xhat)) * rstd`.
+struct BwdDx<'a, E> {
     row: &'a BwdTerms<'a, E>,
     stats: RowStats,
     mean_g: f32,
     mean_gx: f32,
     dx: *mut E,
+}
+
+impl<'a, E: Elem> BwdDx<'a, E> {
+    /// `dx` of `row` into `dx`, from its statistics, `mean(g)` and `mean(g * xhat)`.
+    #[inline(always)]
+    fn new(row: &'a BwdTerms<'a, E>, stats: (RowStats, f32, f32), dx: *mut E) -> Self {
+        let (stats, mean_g, mean_gx) = stats;
+        Self {
+            row,
+            stats,
+            mean_g,
+            mean_gx,
+            dx,
+        }
+    }
+
+    /// Stores `dx` for the vector at `o`; gives its `dy` and `xhat`, the terms of `dalpha`
+    /// and `dbeta`.
+    #[inline(always)]
+    unsafe fn store<V: Lanes>(&self, o: usize) -> (V, V) {
+        let BwdTerms { x, dy, alpha, .. } = *self.row;
+        let (dy, xhat): (V, V) = (load(dy, o), self.stats.xhat(load(x, o)));
+        let g = dy.mul(load(alpha, o)).sub(V::splat(self.mean_g));
+        let dx = g.sub(xhat.mul(V::splat(self.mean_gx)));
+        dx.mul(V::splat(self.stats.rstd)).store(self.dx.add(o));
+        (dy, xhat)
+    }
+}
+
+/// The backward's outputs of a row: its `dx`, and its terms added to `dalpha` and `dbeta`.
+struct BwdWrite<'a, E> {
+    dx: BwdDx<'a, E>,
     dalpha: *mut f32,
     dbeta: *mut f32,
 }
@@ -587,11 +618,7 @@ struct BwdWrite<'a, E> {
 impl<V: Lanes, E: Elem> Step<V, 0> for BwdWrite<'_, E> {
     #[inline(always)]
     unsafe fn step(&self, _: &mut [V; 0], o: usize) {
-        let BwdTerms { x, dy, alpha, .. } = *self.row;
-        let (dy, xhat): (V, V) = (load(dy, o), self.stats.xhat(load(x, o)));
-        let g = dy.mul(load(alpha, o)).sub(V::splat(self.mean_g));
-        let dx = g.sub(xhat.mul(V::splat(self.mean_gx)));
-        dx.mul(V::splat(self.stats.rstd)).store(self.dx.add(o));
+        let (dy, xhat): (V, V) = self.dx.store(o);
         let (da, db) = (self.dalpha.add(o), self.dbeta.add(o));
         dy.mul_add(xhat, V::load(da)).store(da);
         dy.add(V::load(db)).store(db);
@@ -626,11 +653,13 @@ unsafe fn bwd_rows<V: Lanes, E: Elem>(
         let (stats, mean_g, mean_gx) = row.stats::<V>(sums, eps);
         let dx = dx.as_mut_ptr() as *mut E;
         let write = BwdWrite {
-            row: &row,
-            stats,
-            mean_g,
-            mean_gx,
-            dx,
+            dx: BwdDx {
+                row: &row,
+                stats,
+                mean_g,
+                mean_gx,
+                dx,
+            },
             dalpha: da,
             dbeta: db,
         };
@@ -646,6 +675,77 @@ unsafe fn bwd_rows<V: Lanes, E: Elem>(
             *da.add(i) = dy.mul_add(xhat, *da.add(i));
             *db.add(i) += dy;
         }
+    }
+}
+
+/// A row's `dx` terms added to `dalpha` and `dbeta` held in registers (`bwd_narrow_rows`).
+#[inline(always)]
+unsafe fn add_narrow<V: Lanes, E: Elem, const K: usize>(
+    dx: &BwdDx<'_, E>,
+    (da, db): (&mut [V; K], &mut [V; K]),
+) {
+    for k in 0..K {
+        let (dy, xhat): (V, V) = dx.store(k * V::N);
+        da[k] = dy.mul_add(xhat, da[k]);
+        db[k] = dy.add(db[k]);
+    }
+}
+
+/// Rows of `K` whole vectors, as `bwd_rows`: `dalpha` and `dbeta` stay in registers over all
+/// the rows instead of being loaded and stored with each row's vectors. The same sums in the
+/// same order as `bwd_rows`, so the same bits.
+#[inline(always)]
+unsafe fn bwd_narrow_rows<V: Lanes, E: Elem, const K: usize>(
+    (xs, dys): (&[E], &[E]),
+    alpha: &[f32],
+    eps: f32,
+    dxs: &mut [MaybeUninit<E>],
+    (dalpha, dbeta): (&mut [f32], &mut [f32]),
+) {
+    let n_cols = K * V::N;
+    debug_assert_eq!(alpha.len(), n_cols);
+    let (mut da, mut db) = ([V::splat(0.); K], [V::splat(0.); K]);
+    for k in 0..K {
+        da[k] = load(dalpha, k * V::N);
+        db[k] = load(dbeta, k * V::N);
+    }
+    let rows = xs.chunks_exact(n_cols).zip(dys.chunks_exact(n_cols));
+    for ((x, dy), dx) in rows.zip(dxs.chunks_exact_mut(n_cols)) {
+        let row = BwdTerms {
+            x,
+            dy,
+            alpha,
+            shift: x[0].to_f32(),
+        };
+        let stats = row.stats::<V>(vector_sums::<V, 4>(K, &row), eps);
+        let dx = BwdDx::new(&row, stats, dx.as_mut_ptr() as *mut E);
+        add_narrow::<V, E, K>(&dx, (&mut da, &mut db));
+    }
+    for k in 0..K {
+        da[k].store(dalpha.as_mut_ptr().add(k * V::N));
+        db[k].store(dbeta.as_mut_ptr().add(k * V::N));
+    }
+}
+
+/// `bwd_rows`, or `bwd_narrow_rows` for rows of one to four whole vectors.
+#[inline(always)]
+unsafe fn bwd_any_rows<V: Lanes, E: Elem>(
+    rows: (&[E], &[E]),
+    alpha: &[f32],
+    eps: f32,
+    dxs: &mut [MaybeUninit<E>],
+    dparams: (&mut [f32], &mut [f32]),
+) {
+    let n_cols = alpha.len();
+    if !n_cols.is_multiple_of(V::N) {
+        return bwd_rows::<V, E>(rows, alpha, eps, dxs, dparams);
+    }
+    match n_cols / V::N {
+        1 => bwd_narrow_rows::<V, E, 1>(rows, alpha, eps, dxs, dparams),
+        2 => bwd_narrow_rows::<V, E, 2>(rows, alpha, eps, dxs, dparams),
+        3 => bwd_narrow_rows::<V, E, 3>(rows, alpha, eps, dxs, dparams),
+        4 => bwd_narrow_rows::<V, E, 4>(rows, alpha, eps, dxs, dparams),
+        _ => bwd_rows::<V, E>(rows, alpha, eps, dxs, dparams),
     }
 }
 
@@ -677,7 +777,7 @@ unsafe fn bwd_rows_avx512<E: Elem>(
     dxs: &mut [MaybeUninit<E>],
     dparams: (&mut [f32], &mut [f32]),
 ) {
-    bwd_rows::<__m512, E>(rows, alpha, eps, dxs, dparams)
+    bwd_any_rows::<__m512, E>(rows, alpha, eps, dxs, dparams)
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -688,7 +788,7 @@ unsafe fn bwd_rows_avx2<E: Elem>(
     dxs: &mut [MaybeUninit<E>],
     dparams: (&mut [f32], &mut [f32]),
 ) {
-    bwd_rows::<__m256, E>(rows, alpha, eps, dxs, dparams)
+    bwd_any_rows::<__m256, E>(rows, alpha, eps, dxs, dparams)
 }
 
 /// The forward of the rows of `xs` (whole rows of `alpha.len()` elements) into `dst`, the
@@ -1006,6 +1106,60 @@ mod tests {
     #[test]
     fn bf16_rows_are_f32_rows_rounded() {
         check_16bit_rows::<bf16>()
+    }
+
+    /// The narrow rows (`dalpha`, `dbeta` in registers) give what `bwd_rows` gives, bit for bit.
+    #[test]
+    fn narrow_rows_are_rows() {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn rows_avx512(
+            r: (&[f32], &[f32]),
+            a: &[f32],
+            dx: &mut [MaybeUninit<f32>],
+            p: (&mut [f32], &mut [f32]),
+        ) {
+            bwd_rows::<__m512, f32>(r, a, EPS, dx, p)
+        }
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn rows_avx2(
+            r: (&[f32], &[f32]),
+            a: &[f32],
+            dx: &mut [MaybeUninit<f32>],
+            p: (&mut [f32], &mut [f32]),
+        ) {
+            bwd_rows::<__m256, f32>(r, a, EPS, dx, p)
+        }
+        let mut rng = StdRng::seed_from_u64(4);
+        for isa in Isa::all() {
+            let lanes = match isa.0 {
+                Kind::Avx512 => 16,
+                Kind::Avx2 => 8,
+            };
+            for n in (1..=5).map(|k| k * lanes) {
+                let n_rows = 7;
+                let xs = rows(&mut rng, n_rows, n, true);
+                let dys: Vec<f32> = (0..xs.len()).map(|_| rng.random_range(-1.0..2.)).collect();
+                let alpha: Vec<f32> = (0..n).map(|_| rng.random_range(-0.5..1.5)).collect();
+                let start: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0..1.)).collect();
+                let (mut dx, mut da, mut db) = (uninit(xs.len()), start.clone(), start.clone());
+                bwd(isa, (&xs, &dys), &alpha, EPS, &mut dx, (&mut da, &mut db));
+                let (mut want_dx, mut want_da, mut want_db) =
+                    (uninit(xs.len()), start.clone(), start);
+                let want_p = (want_da.as_mut_slice(), want_db.as_mut_slice());
+                // Safety: `isa` was detected on this cpu, the lengths are whole rows.
+                unsafe {
+                    match isa.0 {
+                        Kind::Avx512 => rows_avx512((&xs, &dys), &alpha, &mut want_dx, want_p),
+                        Kind::Avx2 => rows_avx2((&xs, &dys), &alpha, &mut want_dx, want_p),
+                    }
+                }
+                let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+                let what = format!("{isa:?} {n}");
+                assert_eq!(bits(init(dx)), bits(init(want_dx)), "dx {what}");
+                assert_eq!(bits(da), bits(want_da), "dalpha {what}");
+                assert_eq!(bits(db), bits(want_db), "dbeta {what}");
+            }
+        }
     }
 
     #[test]
