@@ -4,7 +4,8 @@
 // Build and run on the GPU machine: bench/kernel-harness/run.sh [args], or
 //   nvcc -O3 -arch=sm_90 -I<candle-kernels/src> ln_harness.cu -o ln_harness
 // Run: ./ln_harness [--no-bench] [--bench-only] [--sweep (every kernel that fits each bench shape)]
-//   [--shapes RxC,RxC (bench these shapes instead of the grid)] [--tiers tag,tag (sweep only these)];
+//   [--shapes RxC,RxC (bench these shapes instead of the grid)] [--tiers tag,tag (sweep only these)]
+//   [--dtypes f32,bf16 (bench these, default both)];
 // exit code != 0 on any failure.
 // The tiers come from the registry layer_norm_tiers.cuh: the shipped ones and the sweep
 // candidates, which only this harness compiles.
@@ -738,8 +739,11 @@ template <typename T> static void print_attrs() {
 
 int main(int argc, char **argv) {
   bool do_test = true, do_bench = true, sweep = false;
+  std::string dtypes = ",f32,bf16,"; // --dtypes f32,bf16: the dtypes to bench
   std::vector<std::pair<int64_t, int64_t>> only; // --shapes RxC,RxC: bench these instead
   for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--dtypes") && i + 1 < argc)
+      dtypes = std::string(",") + argv[++i] + ",";
     if (!strcmp(argv[i], "--tiers") && i + 1 < argc)
       g_tiers = std::string(",") + argv[++i] + ",";
     if (!strcmp(argv[i], "--shapes") && i + 1 < argc) {
@@ -786,10 +790,12 @@ int main(int argc, char **argv) {
     if (only.empty())
       for (auto &s : shapes)
         only.push_back({s[0], s[1]});
-    for (auto &s : only)
-      bench<float>(s.first, s.second, sweep);
-    for (auto &s : only)
-      bench<__nv_bfloat16>(s.first, s.second, sweep);
+    if (dtypes.find(",f32,") != std::string::npos)
+      for (auto &s : only)
+        bench<float>(s.first, s.second, sweep);
+    if (dtypes.find(",bf16,") != std::string::npos)
+      for (auto &s : only)
+        bench<__nv_bfloat16>(s.first, s.second, sweep);
   }
   return g_fail ? 1 : 0;
 }
