@@ -2,7 +2,7 @@
 # Device call 3 (2026-12-05): call 2's candidates for bf16 only (`--dtypes bf16`, new harness
 # flag): h_r is ln_harness.cu against the kernels with call2-pairs.diff and the prefetch tiers
 # of call2-prefetch.diff (without l160v2sp) applied; the backward tiers that fit the fine
-# sweep's bf16 shapes of 1000–16384 columns (the registry's sweep tiers too), two rounds.
+# sweep's bf16 shapes of 1000–16384 columns (the registry's sweep tiers too), ROUNDS rounds (default 1).
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
 export PATH=/usr/local/cuda-13.0/bin:$PATH
@@ -14,7 +14,7 @@ T=$T,l128v2sq,l160v2sq,l128v3sq,l256v2sq,l256v3sq,l320v4sq,l512v2sq,l256v5sq
 T=$T,l128v1p,l256v1p,l128v2sp,l128v3sp,l256v2sp,l256v3sp,l320v4sp
 # The registry's sweep tiers: fewer lanes per row (l32v*: a warp per row, no block barrier; l64v*), and more.
 T=$T,l32v4,l32v8,l64v1,l64v2,l128v4,l256v2,l512v4,l128v2s,l128v4s,l256v4,l256v4s,l512v4s,l512v1s,l1024v1s,l1024v2s
-for round in 1 2; do
-  timeout 120 /tmp/h_r --bench-only --sweep --dtypes bf16 --shapes "$S" --tiers "$T" > "$OUT/sweep-h_r-$round.txt" 2>&1
+for round in $(seq "${ROUNDS:-1}"); do
+  timeout 150 /tmp/h_r --bench-only --sweep --dtypes bf16 --shapes "$S" --tiers "$T" > "$OUT/sweep-h_r-$round.txt" 2>&1
   echo "sweep h_r $round rc=$?" | tee -a "$OUT/status.txt"
 done
