@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device call 3 (2026-12-05): call 2's candidates for bf16 only (`--dtypes bf16`, new harness
-# flag): h_r is ln_harness.cu against the kernels with call2-pairs.diff and the prefetch tiers
-# of call2-prefetch.diff (without l160v2sp) applied; the backward tiers that fit the fine
+# flag): h_r is ln_harness.cu against the kernels with call3-kernels.diff applied (call 2's pairs
+# and its prefetch tiers but l160v2sp); the backward tiers that fit the fine
 # sweep's bf16 shapes of 1000–16384 columns (the registry's sweep tiers too), ROUNDS rounds (default 1).
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
