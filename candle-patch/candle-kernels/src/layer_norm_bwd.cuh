@@ -30,7 +30,7 @@ extern __shared__ float4 ln_dyn_smem[];
 // tiers where a block holds one row load and store full slots in aligned pieces
 // (load_words / store_words).
 template <typename T, int LANES, int VECS, bool SMEM_ACC, bool PREFETCH, bool RMS = false,
-          bool WORDS = false>
+          bool WORDS = false, bool PAIR = false>
 __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *__restrict__ dy,
                                              const T *__restrict__ w, T *__restrict__ dx,
                                              typename acc_type<T>::type *__restrict__ dw_part,
@@ -42,6 +42,11 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   constexpr int THREADS = G::THREADS;
   constexpr int RPB = G::RPB;
   static_assert(!SMEM_ACC || RPB == 1, "shared memory partials need one row per block");
+  static_assert(!PAIR || (SMEM_ACC && !PREFETCH), "pairs: shared memory partials, no prefetch");
+  // PAIR: the layer norm takes the block's rows two at a time (H200, 2026-12-05, bf16 rows of
+  // 1536 to 4096 columns: 3-24% faster); the RMS norm and the WORDS instances, not measured in
+  // pairs, take them one at a time.
+  constexpr bool PAIRS = PAIR && !RMS && !WORDS;
   // The aligned pieces only pay where a block holds one row (H200, 2026-12-02, 16-bit rows of
   // 1001 to 15001 columns: 12-25% faster; of 97, 201 and 333 columns, several rows per block:
   // 3-17% slower), so the smaller tiers' WORDS instances are their element-by-element code.
@@ -149,7 +154,112 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   // different buffers. With the mean's reduction (sred[0]) in between, every
   // row's second one can use sred[1]; without it (RMS) rows alternate.
   int parity = 1;
-  for (int64_t row0 = rg.first_row0(); row0 < nrows; row0 += stride) {
+  int64_t row0 = rg.first_row0();
+  if constexpr (PAIRS) {
+    // Two rows of the block's sequence at a time (row0, row0 + stride): one reduction for both
+    // rows' means, one for both rows' sums, and one read-modify-write of the partials in
+    // shared memory for both rows (the same additions in the same order as one row at a time).
+    // A last row without a pair takes the loop below.
+    __shared__ ACC sred2[2][6 * 32];
+    for (; row0 + stride < nrows; row0 += 2 * stride) {
+      const T *xa = x + row0 * ncols, *xb = xa + stride * ncols;
+      const T *dya = dy + row0 * ncols, *dyb = dya + stride * ncols;
+      Pack<T> xra[VECS], xrb[VECS], gra[VECS], grb[VECS];
+#pragma unroll
+      for (int k = 0; k < VECS; ++k) {
+        xra[k] = load_slot(xa, k, rg.nv[k]);
+        gra[k] = load_slot(dya, k, rg.nv[k]);
+        xrb[k] = load_slot(xb, k, rg.nv[k]);
+        grb[k] = load_slot(dyb, k, rg.nv[k]);
+      }
+      const ACC sha = rg.shift(xra, xa, true, ncols);
+      const ACC shb = rg.shift(xrb, xb, true, ncols);
+      ACC m2[2] = {ACC(0), ACC(0)};
+#pragma unroll
+      for (int k = 0; k < VECS; ++k)
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          if (valid(k, j)) {
+            m2[0] += Elem<T>::get(xra[k], j) - sha;
+            m2[1] += Elem<T>::get(xrb[k], j) - shb;
+          }
+      row_allreduce<LANES>(m2, sred2[0]);
+      const ACC ma = m2[0] * inv_n, mb = m2[1] * inv_n;
+      ACC s6[6] = {ACC(0), ACC(0), ACC(0), ACC(0), ACC(0), ACC(0)};
+#pragma unroll
+      for (int k = 0; k < VECS; ++k) {
+        Pack<T> wk;
+        if (w)
+          wk = load_w(k);
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          if (valid(k, j)) {
+            const ACC da = (Elem<T>::get(xra[k], j) - sha) - ma;
+            const ACC db = (Elem<T>::get(xrb[k], j) - shb) - mb;
+            ACC ga = Elem<T>::get(gra[k], j), gb = Elem<T>::get(grb[k], j);
+            if (w) {
+              ga *= Elem<T>::get(wk, j);
+              gb *= Elem<T>::get(wk, j);
+            }
+            s6[0] += da * da;
+            s6[1] += ga;
+            s6[2] += ga * da;
+            s6[3] += db * db;
+            s6[4] += gb;
+            s6[5] += gb * db;
+          }
+      }
+      row_allreduce<LANES>(s6, sred2[1]);
+      const ACC rsa = ln_rstd(max(s6[0] * inv_n, ACC(0)), eps);
+      const ACC rsb = ln_rstd(max(s6[3] * inv_n, ACC(0)), eps);
+      const ACC mga = s6[1] * inv_n, mgb = s6[4] * inv_n;
+      const ACC mgxa = s6[2] * rsa * inv_n, mgxb = s6[5] * rsb * inv_n;
+      T *dxa = dx + row0 * ncols, *dxb = dxa + stride * ncols;
+#pragma unroll
+      for (int k = 0; k < VECS; ++k) {
+        if (rg.nv[k] == 0)
+          continue;
+        const int64_t slot = lane + k * LANES;
+        Pack<T> wk, oa, ob;
+        oa.zero();
+        ob.zero();
+        if (w)
+          wk = load_w(k);
+        float4 *qw = reinterpret_cast<float4 *>(sacc) + slot;
+        float4 *qb = reinterpret_cast<float4 *>(sacc + npad) + slot;
+        AccVec aw, ab;
+#pragma unroll
+        for (int q = 0; q < NQ; ++q) {
+          aw.q[q] = qw[q * nslots];
+          ab.q[q] = qb[q * nslots];
+        }
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const ACC xha = ((Elem<T>::get(xra[k], j) - sha) - ma) * rsa;
+          const ACC xhb = ((Elem<T>::get(xrb[k], j) - shb) - mb) * rsb;
+          const ACC dva = Elem<T>::get(gra[k], j), dvb = Elem<T>::get(grb[k], j);
+          const ACC ga = w ? dva * Elem<T>::get(wk, j) : dva;
+          const ACC gb = w ? dvb * Elem<T>::get(wk, j) : dvb;
+          Elem<T>::set(oa, j, rsa * (ga - mga - xha * mgxa));
+          Elem<T>::set(ob, j, rsb * (gb - mgb - xhb * mgxb));
+          if (valid(k, j)) {
+            aw.a[j] += dva * xha;
+            ab.a[j] += dva;
+            aw.a[j] += dvb * xhb;
+            ab.a[j] += dvb;
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < NQ; ++q) {
+          qw[q * nslots] = aw.q[q];
+          qb[q * nslots] = ab.q[q];
+        }
+        store_pack<T, PIECES>(dxa, slot, rg.nv[k], vec, oa);
+        store_pack<T, PIECES>(dxb, slot, rg.nv[k], vec, ob);
+      }
+    }
+  }
+  for (; row0 < nrows; row0 += stride) {
     const int64_t row = row0 + grp;
     const bool active = row < nrows;
     const T *xrow = x + row * ncols;

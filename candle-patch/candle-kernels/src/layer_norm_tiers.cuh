@@ -6,8 +6,9 @@
 //
 // lanes threads share a row, each holding vecs 16-byte vectors of it
 // (tag l<lanes>v<vecs>, plus `s` when the backward keeps its dw / db partials
-// in dynamic shared memory, `p` when the kernel prefetches the next row of
-// its group); min_blocks is the backward's __launch_bounds__ minimum of
+// in dynamic shared memory, `sq` (smem 2) when in addition the layer-norm
+// backward takes a block's rows two at a time, `p` when the kernel prefetches
+// the next row of its group); min_blocks is the backward's __launch_bounds__ minimum of
 // resident blocks per SM (it caps the registers; the forward ignores it).
 //
 // The host picks the first tier of a list whose lanes * vecs covers the row's
@@ -30,9 +31,14 @@
   X(l32v1, 32, 1, 0, 0, 1)                                                                         \
   X(l32v2, 32, 2, 0, 0, 1)                                                                         \
   X(l32v4, 32, 4, 0, 0, 1)                                                                         \
+  X(l64v3, 64, 3, 0, 0, 1)                                                                         \
   X(l128v2, 128, 2, 0, 0, 1)                                                                       \
+  X(l64v5, 64, 5, 0, 0, 1)                                                                         \
   X(l128v4, 128, 4, 0, 0, 1)                                                                       \
+  X(l256v3, 256, 3, 0, 0, 1)                                                                       \
   X(l256v4, 256, 4, 0, 0, 1)                                                                       \
+  X(l320v4, 320, 4, 0, 0, 1)                                                                       \
+  X(l512v3, 512, 3, 0, 0, 1)                                                                       \
   X(l512v4, 512, 4, 0, 0, 1)                                                                       \
   X(l512v8p, 512, 8, 0, 1, 1)                                                                      \
   X(l1024v8, 1024, 8, 0, 0, 1)
@@ -49,13 +55,16 @@
   X(l16v1, 16, 1, 0, 0, 1)                                                                         \
   X(l32v1, 32, 1, 0, 0, 1)                                                                         \
   X(l32v2, 32, 2, 0, 0, 1)                                                                         \
-  X(l128v1, 128, 1, 0, 0, 1)                                                                       \
+  X16(l64v2, 64, 2, 0, 0, 1)                                                                       \
+  X32(l128v1, 128, 1, 0, 0, 1)                                                                     \
   X32(l128v2, 128, 2, 0, 0, 1)                                                                     \
-  X16(l256v1, 256, 1, 0, 0, 1)                                                                     \
+  X16(l128v2sq, 128, 2, 2, 0, 4)                                                                   \
   X32(l160v2s, 160, 2, 1, 0, 6)                                                                    \
-  X16(l128v3s, 128, 3, 1, 0, 6)                                                                    \
-  X(l256v2s, 256, 2, 1, 0, 4)                                                                      \
-  X32(l320v2s, 320, 2, 1, 0, 3)                                                                    \
+  X16(l160v2sq, 160, 2, 2, 0, 4)                                                                   \
+  X16(l128v3sq, 128, 3, 2, 0, 4)                                                                   \
+  X32(l256v2s, 256, 2, 1, 0, 4)                                                                    \
+  X16(l256v2sq, 256, 2, 2, 0, 2)                                                                   \
+  X(l320v2s, 320, 2, 1, 0, 3)                                                                      \
   X16(l256v3s, 256, 3, 1, 0, 3)                                                                    \
   X(l512v2s, 512, 2, 1, 0, 2)                                                                      \
   X32(l256v5s, 256, 5, 1, 0, 3)                                                                    \
@@ -88,7 +97,8 @@
   X(l32v4, 32, 4, 0, 0, 1)                                                                         \
   X(l32v8, 32, 8, 0, 0, 1)                                                                         \
   X(l64v1, 64, 1, 0, 0, 1)                                                                         \
-  X(l64v2, 64, 2, 0, 0, 1)                                                                         \
+  X(l128v3s, 128, 3, 1, 0, 6)                                                                      \
+  X(l256v1, 256, 1, 0, 0, 1)                                                                       \
   X(l128v4, 128, 4, 0, 0, 1)                                                                       \
   X(l256v2, 256, 2, 0, 0, 1)                                                                       \
   X(l512v4, 512, 4, 0, 0, 1)                                                                       \

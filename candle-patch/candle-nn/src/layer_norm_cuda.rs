@@ -109,8 +109,10 @@ impl SplitTiers {
 }
 
 /// One row of the registry: `lanes` threads share a row, each holding `vecs` 16-byte vectors of
-/// it; `smem`: the backward keeps its parameter partials in dynamic shared memory; `prefetch`:
-/// the kernel loads the next row of its group while reducing the current one.
+/// it; `smem`: the backward keeps its parameter partials in dynamic shared memory (registry
+/// value 1, tag `s`; 2, tag `sq`: the layer norm takes the block's rows two at a time, which
+/// changes nothing for the host); `prefetch`: the kernel loads the next row of its group while
+/// reducing the current one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Tier {
     tag: String,
@@ -160,19 +162,24 @@ fn parse_tiers(registry: &str, list: &str, dtype: DType) -> std::result::Result<
                 .and_then(|v| v.parse().ok())
                 .ok_or_else(|| format!("{list}: bad row `{row}`"))
         };
+        let smem = match num(3)? {
+            0 => "",
+            1 => "s",
+            2 => "sq",
+            _ => return Err(format!("{list}: bad smem flag in `{row}` (0, 1 or 2)")),
+        };
         let tier = Tier {
             tag: args[0].to_string(),
             lanes: num(1)?,
             vecs: num(2)?,
-            smem: num(3)? != 0,
+            smem: !smem.is_empty(),
             prefetch: num(4)? != 0,
         };
         num(5)?;
         let tag = format!(
-            "l{}v{}{}{}",
+            "l{}v{}{smem}{}",
             tier.lanes,
             tier.vecs,
-            if tier.smem { "s" } else { "" },
             if tier.prefetch { "p" } else { "" }
         );
         if tier.tag != tag {
@@ -1014,6 +1021,14 @@ mod tests {
         assert_eq!(tags(DType::F64), ["l1v1", "l2v1", "l1v8"]);
         let stray = "#define L(X) \\\n  X16(l1v1, 1, 1, 0, 0, 1)\n";
         assert!(parse_tiers(stray, "L", DType::F16).is_err());
+        // smem 2: the `sq` tiers, shared-memory tiers to the host.
+        let pairs = "#define L(X) \\\n  X(l128v2sq, 128, 2, 2, 0, 4)\n";
+        let tier = &parse_tiers(pairs, "L", DType::BF16).unwrap()[0];
+        assert!(tier.smem && tier.tag == "l128v2sq", "{tier:?}");
+        for bad in ["X(l128v2s, 128, 2, 2, 0, 4)", "X(l128v2sq, 128, 2, 3, 0, 4)"] {
+            let row = format!("#define L(X) \\\n  {bad}\n");
+            assert!(parse_tiers(&row, "L", DType::BF16).is_err(), "{bad}");
+        }
     }
 
     /// A kernel the host can ask for but the module does not define fails only at run time on a
