@@ -668,10 +668,11 @@ fn layer_norm_many_rows(dev: &Device) -> Result<()> {
 /// fewer (64 x 2501): the cuda backward then takes each block's rows as spans of aligned 16-byte
 /// words (its grid a multiple of 8 blocks), shifted by a phase that differs from block to block.
 /// Three rows (as in `layer_norm_grad`) make a grid of three blocks, which takes the rows in
-/// pieces instead.
+/// pieces instead. Rows of 2048 and 3000 in more rows than resident blocks: the cuda backward
+/// takes each block's rows two at a time, and an odd one last.
 fn layer_norm_many_rows_16bit(dev: &Device) -> Result<()> {
     let mut rng = StdRng::seed_from_u64(59);
-    for (rows, n) in [(1001, 3001), (64, 2501)] {
+    for (rows, n) in [(1001, 3001), (64, 2501), (6001, 2048), (3001, 3000)] {
         let x = ln_rows(&mut rng, rows, n);
         let (w, b) = ln_wb(&mut rng, n);
         let dy = ln_rand(&mut rng, rows * n, -1., 1.);
