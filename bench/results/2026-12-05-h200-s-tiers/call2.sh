@@ -18,3 +18,10 @@ timeout 150 /tmp/h_q2 --bench-only --sweep --dtypes bf16 --shapes "$SB" --tiers 
 echo "sweep bwd bf16 rc=$?" | tee -a "$OUT/status.txt"
 timeout 120 /tmp/h_q2 --bench-only --sweep --dtypes bf16 --shapes "$SB" --tiers "$F" > "$OUT/sweep-fwd-bf16.txt" 2>&1
 echo "sweep fwd bf16 rc=$?" | tee -a "$OUT/status.txt"
+# The mutant: h_mut is h_q2 with row b's dw partial dropped in the pair loop (`aw.a[j] += dvb * xhb;`
+# removed from layer_norm_bwd.cuh): its tests must fail for the `sq` tiers.
+if [ -e .gpu/var/h_mut.o.xz ]; then
+  xz -dc .gpu/var/h_mut.o.xz > /tmp/h_mut.o && nvcc -arch=sm_90 /tmp/h_mut.o -o /tmp/h_mut
+  LN_VERBOSE=1 timeout 120 /tmp/h_mut --no-bench > "$OUT/tests-h_mut.txt" 2>&1
+  echo "tests h_mut rc=$?: $(tail -1 "$OUT/tests-h_mut.txt"); failing tiers: $(grep FAIL "$OUT/tests-h_mut.txt" | grep -o 'tier-bwd-[a-z0-9]*' | sort -u | tr '\n' ' ')" | tee -a "$OUT/status.txt"
+fi

@@ -43,9 +43,9 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   constexpr int RPB = G::RPB;
   static_assert(!SMEM_ACC || RPB == 1, "shared memory partials need one row per block");
   static_assert(!PAIR || (SMEM_ACC && !PREFETCH), "pairs: shared memory partials, no prefetch");
-  // PAIR: the layer norm takes the block's rows two at a time (H200, 2026-12-05, bf16 rows of
-  // 1536 to 4096 columns: 3-24% faster); the RMS norm and the WORDS instances, not measured in
-  // pairs, take them one at a time.
+  // PAIR: the layer norm takes the block's rows two at a time (kernel harness, 2026-12-05, bf16
+  // rows of 1536 to 16384 columns: 3-24% faster on an H200 and an H100); the RMS norm and the
+  // WORDS instances, not measured in pairs, take them one at a time.
   constexpr bool PAIRS = PAIR && !RMS && !WORDS;
   // The aligned pieces only pay where a block holds one row (H200, 2026-12-02, 16-bit rows of
   // 1001 to 15001 columns: 12-25% faster; of 97, 201 and 333 columns, several rows per block:

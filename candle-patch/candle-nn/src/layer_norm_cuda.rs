@@ -953,10 +953,10 @@ mod tests {
                 .name(Norm::Layer.prefix(), dir, dtype)
         };
         let bwd = |dtype, n_cols| name(Direction::Bwd, dtype, n_cols);
-        assert_eq!(bwd(DType::BF16, 7777), "layernorm_bwd_l512v2s_words_bf16");
+        assert_eq!(bwd(DType::BF16, 7777), "layernorm_bwd_l512v2sq_words_bf16");
         assert!(bwd(DType::F16, 17).ends_with("_words_f16"));
         // Rows that take 8-byte vectors, and 4-byte dtypes, keep the tier.
-        assert_eq!(bwd(DType::BF16, 7780), "layernorm_bwd_l512v2s_bf16");
+        assert_eq!(bwd(DType::BF16, 7780), "layernorm_bwd_l512v2sq_bf16");
         assert!(!bwd(DType::F32, 7777).contains("words"));
         // The forward's widest tier too: it beats the `big` kernel there.
         let fwd = |dtype, n_cols| name(Direction::Fwd, dtype, n_cols);
