@@ -1025,7 +1025,10 @@ mod tests {
         let pairs = "#define L(X) \\\n  X(l128v2sq, 128, 2, 2, 0, 4)\n";
         let tier = &parse_tiers(pairs, "L", DType::BF16).unwrap()[0];
         assert!(tier.smem && tier.tag == "l128v2sq", "{tier:?}");
-        for bad in ["X(l128v2s, 128, 2, 2, 0, 4)", "X(l128v2sq, 128, 2, 3, 0, 4)"] {
+        for bad in [
+            "X(l128v2s, 128, 2, 2, 0, 4)",
+            "X(l128v2sq, 128, 2, 3, 0, 4)",
+        ] {
             let row = format!("#define L(X) \\\n  {bad}\n");
             assert!(parse_tiers(&row, "L", DType::BF16).is_err(), "{bad}");
         }
