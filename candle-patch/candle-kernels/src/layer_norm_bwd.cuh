@@ -111,6 +111,21 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
     else
       return load_pack<T, PIECES>(w, lane + k * LANES, rg.nv[k], vec);
   };
+  // The dw and db partials of the V columns of vector slot `slot` (SMEM_ACC).
+  auto load_partials = [&](int64_t slot, AccVec &aw, AccVec &ab) {
+#pragma unroll
+    for (int q = 0; q < NQ; ++q) {
+      aw.q[q] = reinterpret_cast<const float4 *>(sacc)[q * nslots + slot];
+      ab.q[q] = reinterpret_cast<const float4 *>(sacc + npad)[q * nslots + slot];
+    }
+  };
+  auto store_partials = [&](int64_t slot, const AccVec &aw, const AccVec &ab) {
+#pragma unroll
+    for (int q = 0; q < NQ; ++q) {
+      reinterpret_cast<float4 *>(sacc)[q * nslots + slot] = aw.q[q];
+      reinterpret_cast<float4 *>(sacc + npad)[q * nslots + slot] = ab.q[q];
+    }
+  };
   if constexpr (SMEM_ACC) {
     for (int64_t e = threadIdx.x; e < 2 * npad; e += THREADS)
       sacc[e] = ACC(0);
@@ -225,14 +240,8 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
         ob.zero();
         if (w)
           wk = load_w(k);
-        float4 *qw = reinterpret_cast<float4 *>(sacc) + slot;
-        float4 *qb = reinterpret_cast<float4 *>(sacc + npad) + slot;
         AccVec aw, ab;
-#pragma unroll
-        for (int q = 0; q < NQ; ++q) {
-          aw.q[q] = qw[q * nslots];
-          ab.q[q] = qb[q * nslots];
-        }
+        load_partials(slot, aw, ab);
 #pragma unroll
         for (int j = 0; j < V; ++j) {
           const ACC xha = ((Elem<T>::get(xra[k], j) - sha) - ma) * rsa;
@@ -249,11 +258,7 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
             ab.a[j] += dvb;
           }
         }
-#pragma unroll
-        for (int q = 0; q < NQ; ++q) {
-          qw[q * nslots] = aw.q[q];
-          qb[q * nslots] = ab.q[q];
-        }
+        store_partials(slot, aw, ab);
         store_pack<T, PIECES>(dxa, slot, rg.nv[k], vec, oa);
         store_pack<T, PIECES>(dxb, slot, rg.nv[k], vec, ob);
       }
@@ -343,14 +348,8 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
           wk = load_w(k);
         if constexpr (SMEM_ACC) {
           // This thread's columns [slot * V, slot * V + V) of the partials.
-          float4 *qw = reinterpret_cast<float4 *>(sacc) + slot;
-          float4 *qb = reinterpret_cast<float4 *>(sacc + npad) + slot;
           AccVec aw, ab;
-#pragma unroll
-          for (int q = 0; q < NQ; ++q) {
-            aw.q[q] = qw[q * nslots];
-            ab.q[q] = qb[q * nslots];
-          }
+          load_partials(slot, aw, ab);
 #pragma unroll
           for (int j = 0; j < V; ++j) {
             const ACC xhat = ((Elem<T>::get(xr[k], j) - shift) - mean) * rstd;
@@ -362,11 +361,7 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
               ab.a[j] += dyv;
             }
           }
-#pragma unroll
-          for (int q = 0; q < NQ; ++q) {
-            qw[q * nslots] = aw.q[q];
-            qb[q * nslots] = ab.q[q];
-          }
+          store_partials(slot, aw, ab);
         } else {
 #pragma unroll
           for (int j = 0; j < V; ++j) {
