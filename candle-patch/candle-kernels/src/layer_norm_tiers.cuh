@@ -8,8 +8,9 @@
 // (tag l<lanes>v<vecs>, plus `s` when the backward keeps its dw / db partials
 // in dynamic shared memory, `sq` (smem 2) when in addition the layer-norm
 // backward takes a block's rows two at a time, `p` when the kernel prefetches
-// the next row of its group); min_blocks is the backward's __launch_bounds__ minimum of
-// resident blocks per SM (it caps the registers; the forward ignores it).
+// the next row of its group); min_blocks is the backward's __launch_bounds__
+// minimum of resident blocks per SM (it caps the registers; the forward
+// ignores it).
 //
 // The host picks the first tier of a list whose lanes * vecs covers the row's
 // vectors, so each list is sorted by lanes * vecs; longer rows use the `big`
