@@ -44,9 +44,10 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   static_assert(!SMEM_ACC || RPB == 1, "shared memory partials need one row per block");
   static_assert(!PAIR || (SMEM_ACC && !PREFETCH), "pairs: shared memory partials, no prefetch");
   // PAIR: the layer norm takes the block's rows two at a time (kernel harness, 2026-12-05, bf16
-  // rows of 1536 to 16384 columns: 3-24% faster on an H200 and an H100); the RMS norm and the
-  // WORDS instances, not measured in pairs, take them one at a time.
-  constexpr bool PAIRS = PAIR && !RMS && !WORDS;
+  // rows of 1536 to 16384 columns: 3-24% faster on an H200 and an H100), its WORDS instances
+  // too (a block takes spans only when all its rows start at the same offset in a word, both
+  // rows of a pair among them); the RMS norm, not measured in pairs, takes them one at a time.
+  constexpr bool PAIRS = PAIR && !RMS;
   // The aligned pieces only pay where a block holds one row (H200, 2026-12-02, 16-bit rows of
   // 1001 to 15001 columns: 12-25% faster; of 97, 201 and 333 columns, several rows per block:
   // 3-17% slower), so the smaller tiers' WORDS instances are their element-by-element code.
@@ -259,8 +260,13 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
           }
         }
         store_partials(slot, aw, ab);
-        store_pack<T, PIECES>(dxa, slot, rg.nv[k], vec, oa);
-        store_pack<T, PIECES>(dxb, slot, rg.nv[k], vec, ob);
+        if constexpr (SPANS) {
+          store_span<T>(dxa - phase, slot, k == 0 ? lo0 : 0, rg.nv[k], oa, aligned);
+          store_span<T>(dxb - phase, slot, k == 0 ? lo0 : 0, rg.nv[k], ob, aligned);
+        } else {
+          store_pack<T, PIECES>(dxa, slot, rg.nv[k], vec, oa);
+          store_pack<T, PIECES>(dxb, slot, rg.nv[k], vec, ob);
+        }
       }
     }
   }
