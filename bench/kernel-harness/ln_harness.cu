@@ -323,8 +323,10 @@ template <typename T> struct Problem {
       // over the column blocks (layer_norm_cuda.rs, bwd_split).
       const int64_t ncb = split_col_blocks<T>(c), tile = SPLIT_DX[0].lanes / 32;
       const int64_t resident = (int64_t)g_sms * std::max(1, occupancy(split_dx_fn(), bth, 0));
-      bwd_grid = (int)std::max<int64_t>(
-          1, std::min<int64_t>({(resident + ncb - 1) / ncb, (r + tile - 1) / tile, 65535}));
+      // Experiment switch (bench only): LN_SPLIT_GRID_FLOOR=1 takes as many parts as fit in one
+      // wave (resident / ncb) instead of the host's ceil(resident / ncb).
+      const int64_t parts = getenv("LN_SPLIT_GRID_FLOOR") ? resident / ncb : (resident + ncb - 1) / ncb;
+      bwd_grid = (int)std::max<int64_t>(1, std::min<int64_t>({parts, (r + tile - 1) / tile, 65535}));
       stats.alloc((size_t)std::max<int64_t>(1, r * split_segs<T>(c)) * 4, 0);
     } else {
       const int64_t brpb = tier_rpb(ALL_BWD, bwd_tier, N_ALL_BWD);
@@ -397,7 +399,9 @@ template <typename T> struct Problem {
     if (!grid)
       grid = bwd_grid;
     if (ncols > 0) {
-      KT<T>::red()<<<(unsigned)((ncols + 31) / 32), 1024>>>(
+      // A column per thread for at most 64 parts (layer_norm_cuda.rs, reduce_parts).
+      const int64_t rgrid = grid <= 64 ? (ncols + 1023) / 1024 : (ncols + 31) / 32;
+      KT<T>::red()<<<(unsigned)rgrid, 1024>>>(
           want_dw ? dwp.p : nullptr, want_db ? dbp.p : nullptr, want_dw ? ddw.p : nullptr,
           want_db ? ddb.p : nullptr, grid, ncols);
       CK(cudaGetLastError());

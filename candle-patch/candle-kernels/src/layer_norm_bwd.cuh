@@ -624,7 +624,27 @@ __device__ __forceinline__ void bwd_split_dx(const T *__restrict__ x, const T *_
       dba[k][j] = ACC(0);
     }
   }
-  for (int64_t tile0 = (int64_t)blockIdx.y * TILE; tile0 < nrows; tile0 += (int64_t)gridDim.y * TILE) {
+  // Each row's slots are loaded while the row before it is computed (the first
+  // row of the next tile while this tile's statistics are merged), so a
+  // thread has a row of loads in flight instead of one slot's.
+  const int64_t tile_step = (int64_t)gridDim.y * TILE;
+  Pack<T> xn[VECS], gn[VECS];
+#pragma unroll
+  for (int k = 0; k < VECS; ++k) {
+    xn[k].zero();
+    gn[k].zero();
+  }
+  auto load_row = [&](int64_t row) {
+#pragma unroll
+    for (int k = 0; k < VECS; ++k) {
+      const int64_t slot = col0 + threadIdx.x + k * LANES;
+      xn[k] = load_pack<T, WORDS>(x + row * ncols, slot, nv[k], vec);
+      gn[k] = load_pack<T, WORDS>(dy + row * ncols, slot, nv[k], vec);
+    }
+  };
+  if ((int64_t)blockIdx.y * TILE < nrows)
+    load_row((int64_t)blockIdx.y * TILE);
+  for (int64_t tile0 = (int64_t)blockIdx.y * TILE; tile0 < nrows; tile0 += tile_step) {
     __syncthreads(); // the previous tile's readers are done with srow
     {
       const int64_t row = tile0 + warp;
@@ -642,9 +662,18 @@ __device__ __forceinline__ void bwd_split_dx(const T *__restrict__ x, const T *_
     }
     __syncthreads();
     const int rows = (int)min((int64_t)TILE, nrows - tile0);
-#pragma unroll 2
+#pragma unroll 1
     for (int i = 0; i < rows; ++i) {
       const int64_t row = tile0 + i;
+      Pack<T> xr[VECS], dyr[VECS];
+#pragma unroll
+      for (int k = 0; k < VECS; ++k) {
+        xr[k] = xn[k];
+        dyr[k] = gn[k];
+      }
+      const int64_t next = i + 1 < rows ? row + 1 : tile0 + tile_step;
+      if (next < nrows)
+        load_row(next);
       const ACC shift = srow[i][0], mean = srow[i][1], rstd = srow[i][2], mg = srow[i][3],
                 mgx = srow[i][4];
 #pragma unroll
@@ -652,14 +681,12 @@ __device__ __forceinline__ void bwd_split_dx(const T *__restrict__ x, const T *_
         if (nv[k] == 0)
           continue;
         const int64_t slot = col0 + threadIdx.x + k * LANES;
-        const Pack<T> xr = load_pack<T, WORDS>(x + row * ncols, slot, nv[k], vec);
-        const Pack<T> dyk = load_pack<T, WORDS>(dy + row * ncols, slot, nv[k], vec);
         Pack<T> o;
         o.zero();
 #pragma unroll
         for (int j = 0; j < V; ++j) {
-          const ACC xhat = ((Elem<T>::get(xr, j) - shift) - mean) * rstd;
-          const ACC dyv = Elem<T>::get(dyk, j);
+          const ACC xhat = ((Elem<T>::get(xr[k], j) - shift) - mean) * rstd;
+          const ACC dyv = Elem<T>::get(dyr[k], j);
           const ACC g = w ? dyv * Elem<T>::get(wk[k], j) : dyv;
           Elem<T>::set(o, j, rstd * (g - mg - xhat * mgx));
           if (j < nv[k]) {
@@ -694,8 +721,21 @@ __device__ __forceinline__ void bwd_split_dx(const T *__restrict__ x, const T *_
 // p = t, t + 32, t + 64, ... in increasing order, then thread (c, 0) adds the 32
 // slice sums in slice order. 32 slices keep narrow rows (2 column blocks for
 // 64 columns) from summing a thousand partials per thread.
+// With at most RED_COL_PARTS parts (the split backward's grid) a thread takes a
+// column and adds its parts in increasing order instead, without a block's
+// 32-step tail per 32 columns (up to 32 parts these are the slices' sums: each
+// slice holds one part or none); gridDim.x = ceil(ncols / 1024) is enough then.
 constexpr int RED_COLS = 32;
 constexpr int RED_SLICES = 32;
+constexpr int RED_COL_PARTS = 64;
+
+template <typename T>
+__device__ __forceinline__ void store_param(T *__restrict__ d, int64_t col, typename acc_type<T>::type v) {
+  Pack<T> t;
+  t.zero();
+  Elem<T>::set(t, 0, v);
+  reinterpret_cast<typename Elem<T>::bits *>(d)[col] = Elem<T>::get_bits(t, 0);
+}
 
 template <typename T>
 __device__ __forceinline__ void bwd_reduce(const typename acc_type<T>::type *__restrict__ dw_part,
@@ -705,6 +745,25 @@ __device__ __forceinline__ void bwd_reduce(const typename acc_type<T>::type *__r
   using ACC = typename acc_type<T>::type;
   __shared__ ACC sw[RED_SLICES][RED_COLS + 1];
   __shared__ ACC sb[RED_SLICES][RED_COLS + 1];
+  if (nparts <= RED_COL_PARTS) {
+    for (int64_t col = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; col < ncols;
+         col += (int64_t)gridDim.x * blockDim.x) {
+      ACC aw = ACC(0), ab = ACC(0);
+      if (dw_part)
+#pragma unroll 8
+        for (int64_t p = 0; p < nparts; ++p)
+          aw += dw_part[p * ncols + col];
+      if (db_part)
+#pragma unroll 8
+        for (int64_t p = 0; p < nparts; ++p)
+          ab += db_part[p * ncols + col];
+      if (dw)
+        store_param(dw, col, aw);
+      if (db)
+        store_param(db, col, ab);
+    }
+    return;
+  }
   const int tx = threadIdx.x % RED_COLS;
   const int ty = threadIdx.x / RED_COLS;
   for (int64_t c0 = (int64_t)blockIdx.x * RED_COLS; c0 < ncols; c0 += (int64_t)gridDim.x * RED_COLS) {
@@ -731,18 +790,10 @@ __device__ __forceinline__ void bwd_reduce(const typename acc_type<T>::type *__r
         tw += sw[i][tx];
         tb += sb[i][tx];
       }
-      if (dw) {
-        Pack<T> t;
-        t.zero();
-        Elem<T>::set(t, 0, tw);
-        reinterpret_cast<typename Elem<T>::bits *>(dw)[col] = Elem<T>::get_bits(t, 0);
-      }
-      if (db) {
-        Pack<T> t;
-        t.zero();
-        Elem<T>::set(t, 0, tb);
-        reinterpret_cast<typename Elem<T>::bits *>(db)[col] = Elem<T>::get_bits(t, 0);
-      }
+      if (dw)
+        store_param(dw, col, tw);
+      if (db)
+        store_param(db, col, tb);
     }
   }
 }

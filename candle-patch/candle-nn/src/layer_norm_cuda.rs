@@ -759,9 +759,11 @@ where
 {
     let null = 0u64;
     if dalpha_part.is_some() || dbeta_part.is_some() {
-        // 32 columns x 32 slices per block, see layer_norm.cu.
+        // 32 columns x 32 slices per block, a column per thread for at most 64 parts, see
+        // layer_norm_bwd.cuh.
+        let cols_per_block = if n_parts <= 64 { 1024 } else { 32 };
         let cfg = LaunchConfig {
-            grid_dim: (n_cols.div_ceil(32) as u32, 1, 1),
+            grid_dim: (n_cols.div_ceil(cols_per_block) as u32, 1, 1),
             block_dim: (1024, 1, 1),
             shared_mem_bytes: 0,
         };
