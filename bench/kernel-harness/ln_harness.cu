@@ -246,6 +246,9 @@ template <typename T> struct Problem {
   int off;
   // Added to off for dy's buffer (set before init): rows of x and dy at different offsets.
   int dy_off = 0;
+  // Added to x[i, j] (set before init): ramp * (2 j / ncols - 1), rows whose column blocks have
+  // different means (the term of the split backward's merge between its segments).
+  double ramp = 0;
   float eps = 1e-5f;
   std::vector<T> x, dy, w, b;
   DBuf<T> dx_, ddy, dw_, db_, dy_out, ddx, ddw, ddb;
@@ -275,7 +278,8 @@ template <typename T> struct Problem {
     for (int64_t i = 0; i < r; ++i) {
       const double rowoff = 0.25 * urand();
       for (int64_t j = 0; j < c; ++j) {
-        const double v = constant ? mean + rowoff : mean + std * (urand() * 1.7 + rowoff);
+        const double v = (constant ? mean + rowoff : mean + std * (urand() * 1.7 + rowoff)) +
+                         ramp * (2.0 * j / c - 1.0);
         x[i * c + j] = from_d<T>(v);
         dy[i * c + j] = from_d<T>(urand());
       }
@@ -591,6 +595,15 @@ template <typename T> static void test_dtype() {
         check(P, "split-grid3", 3, 3);
         check(P, "split-grid64", 64, 64);
       }
+  }
+  // Rows whose two halves have different means, past the tiers and forced to the split backward
+  // at a width a tier would take: the merge of the segments' sums (M2 about each segment's own
+  // mean) must add the between-segment term.
+  for (int64_t c : {(int64_t)65536, (int64_t)20000, (int64_t)4097}) {
+    Problem<T> P;
+    P.ramp = 2.0;
+    P.init(40, c, true, true, 0, 0.0, 1.0, false, -1, N_ALL_BWD);
+    check(P, "ramp");
   }
   // The forward's streaming kernel forced at widths a tier would take: odd
   // widths, whose rows start at every offset in a 16-byte word (the aligned
