@@ -505,7 +505,10 @@ __device__ __forceinline__ void bwd_split_stats(const T *__restrict__ x, const T
     if (w)
       wk[k] = load_pack<T, WORDS>(w, slot, nv[k], vec);
   }
-  for (int64_t row = blockIdx.y; row < nrows; row += gridDim.y) {
+  // The rows from the last to the first: bwd_split_dx reads them again from the first, and
+  // finds those read last still in L2.
+  for (int64_t i = blockIdx.y; i < nrows; i += gridDim.y) {
+    const int64_t row = nrows - 1 - i;
     const T *xrow = x + row * ncols;
     const T *dyrow = dy + row * ncols;
     Pack<T> xr[VECS], gr[VECS];
