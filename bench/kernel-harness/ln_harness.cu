@@ -686,6 +686,17 @@ template <typename F> static double time_us(F fn) {
 // fits the row within a factor 8 of its capacity, each with the layer_norm_cuda.rs launch
 // rules; forward also with the grid capped at the resident blocks ("cap").
 static std::string g_tiers; // --tiers a,b: sweep only these tags (",a,b,")
+// Experiment switch (bench only): LN_FLUSH_L2=1 also times the backward (kernels + reduce) after
+// a kernel that reads 256 MiB, which leaves none of the problem's tensors in L2: the time of
+// flush + backward minus the time of the flush alone ("cold" in the bench line).
+__global__ void l2_flush_read(const int4 *p, size_t n, int *out) {
+  int s = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    s ^= p[i].x;
+  if (s == 0x7fffffff)
+    *out = s;
+}
+
 template <typename T> static void bench(int64_t R, int64_t C, bool sweep) {
   Problem<T> P;
   P.init(R, C, true, true, 0, 0.0, 1.0, false);
@@ -696,6 +707,21 @@ template <typename T> static void bench(int64_t R, int64_t C, bool sweep) {
   const double tb = time_us([&] { P.bwd_main(); });
   const double tbr = time_us([&] { P.bwd(); });
   const double tr = time_us([&] { P.reduce(); });
+  if (getenv("LN_FLUSH_L2")) {
+    const size_t n = (256u << 20) / sizeof(int4);
+    int4 *buf;
+    int *out;
+    CK(cudaMalloc(&buf, n * sizeof(int4)));
+    CK(cudaMalloc(&out, sizeof(int)));
+    CK(cudaMemset(buf, 1, n * sizeof(int4)));
+    auto flush = [&] { l2_flush_read<<<g_sms * 8, 512>>>(buf, n, out); };
+    const double tfl = time_us(flush);
+    const double tcold = time_us([&] { flush(); P.bwd(); }) - tfl;
+    printf("cold %-4s %6lldx%-6lld bwd %-8s%s flush %8.1f us | bwd+reduce after the flush %8.1f us\n",
+           KT<T>::name(), (long long)R, (long long)C, P.bwd_name(), P.words ? "-words" : "", tfl, tcold);
+    CK(cudaFree(buf));
+    CK(cudaFree(out));
+  }
   printf("bench %-4s %6lldx%-6lld fwd %-8s%s grid %6d %8.1f us %7.0f GB/s | bwd %-8s%s grid %5d %8.1f us %7.0f GB/s"
          " | bwd+reduce %8.1f us %7.0f GB/s | reduce %6.1f us\n",
          KT<T>::name(), (long long)R, (long long)C, P.fwd_name(), P.fwords ? "-words" : "", P.fwd_grid, tf, fbytes / (tf * 1e-6) / 1e9,
