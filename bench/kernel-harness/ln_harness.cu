@@ -31,13 +31,14 @@
 
 // Every instantiated kernel: the shipped tiers, then the sweep candidates, in
 // registry order (the kernel tables below expand the same lists). smem:
-// backward partials in dynamic shared memory (tag suffix `s`); prefetch: `p`.
+// backward partials in dynamic shared memory (tag suffix `s`); prefetch: `p`; stage: the
+// backward stages its next pair of rows in shared memory too (`sqa`).
 struct Tier {
   const char *tag;
   int lanes, vecs;
-  bool smem, prefetch;
+  bool smem, prefetch, stage;
 };
-#define TIER_ROW(tag, l, v, sm, pf, minb) {#tag, l, v, sm != 0, pf != 0},
+#define TIER_ROW(tag, l, v, sm, pf, minb) {#tag, l, v, sm != 0, pf != 0, sm == 3},
 static const Tier ALL_FWD[] = {LAYER_NORM_FWD_TIERS(TIER_ROW) LAYER_NORM_FWD_SWEEP_TIERS(TIER_ROW)};
 static const Tier ALL_BWD[] = {LAYER_NORM_BWD_TIERS(TIER_ROW, TIER_ROW, TIER_ROW) LAYER_NORM_BWD_SWEEP_TIERS(TIER_ROW)};
 static const int N_ALL_FWD = sizeof(ALL_FWD) / sizeof(Tier), N_ALL_BWD = sizeof(ALL_BWD) / sizeof(Tier);
@@ -163,7 +164,8 @@ static double urand() { // [-1, 1)
 // rows per block = blockDim / lanes, big / split beyond the table.
 static int g_max_smem_optin = 0;
 // Their `words` instances (16-bit rows that fit no 8-byte vector) take a slot more and the
-// weights of a row span (layer_norm_cuda.rs, bwd_smem_bytes).
+// weights of a row span; the `sqa` tiers' other instances a pair of x and dy rows
+// (layer_norm_cuda.rs, bwd_smem_bytes).
 template <typename T> static bool unaligned_16bit(int64_t ncols) { return sizeof(T) == 2 && ncols % 4 != 0; }
 template <typename T> static size_t bwd_smem_bytes(const Tier *all, int t, int n, int64_t ncols) {
   if (t == n || !all[t].smem)
@@ -171,7 +173,8 @@ template <typename T> static size_t bwd_smem_bytes(const Tier *all, int t, int n
   const int64_t V = 16 / sizeof(T);
   const bool words = unaligned_16bit<T>(ncols);
   const size_t slots = (size_t)((ncols + V - 1) / V + words);
-  return 2 * slots * V * sizeof(typename KT<T>::ACC) + (words ? slots * 16 : 0);
+  return 2 * slots * V * sizeof(typename KT<T>::ACC) + (words ? slots * 16 : 0) +
+         (all[t].stage && !words ? 4 * slots * 16 : 0);
 }
 template <typename T> static int pick_tier(int64_t ncols, bool bwd) {
   const int64_t nvec = (ncols + 16 / (int64_t)sizeof(T) - 1) / (16 / (int64_t)sizeof(T));

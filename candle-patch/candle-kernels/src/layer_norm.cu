@@ -84,7 +84,7 @@
   extern "C" __global__ void __launch_bounds__((L) < 128 ? 128 : (L), MINB)                        \
       NAME(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part, ACC *db_part,                 \
            const int64_t nrows, const int64_t ncols, const float eps) {                            \
-    layer_norm::bwd_resident<T, L, VV, (SM) != 0, PF, RMS, WORDS, (SM) == 2>(                      \
+    layer_norm::bwd_resident<T, L, VV, (SM) != 0, PF, RMS, WORDS, (SM) >= 2, (SM) == 3>(           \
         x, dy, w, dx, dw_part, db_part, nrows, ncols, eps);                                        \
   }
 

@@ -30,7 +30,7 @@ extern __shared__ float4 ln_dyn_smem[];
 // tiers where a block holds one row load and store full slots in aligned pieces
 // (load_words / store_words).
 template <typename T, int LANES, int VECS, bool SMEM_ACC, bool PREFETCH, bool RMS = false,
-          bool WORDS = false, bool PAIR = false>
+          bool WORDS = false, bool PAIR = false, bool STAGE = false>
 __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *__restrict__ dy,
                                              const T *__restrict__ w, T *__restrict__ dx,
                                              typename acc_type<T>::type *__restrict__ dw_part,
@@ -43,6 +43,7 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   constexpr int RPB = G::RPB;
   static_assert(!SMEM_ACC || RPB == 1, "shared memory partials need one row per block");
   static_assert(!PAIR || (SMEM_ACC && !PREFETCH), "pairs: shared memory partials, no prefetch");
+  static_assert(!STAGE || (PAIR && LANES > 32), "the stage: pairs, with a block barrier per reduction");
   // PAIR: the layer norm takes the block's rows two at a time (kernel harness, 2026-12-05, bf16
   // rows of 1536 to 16384 columns: 3-24% faster on an H200 and an H100), its WORDS instances
   // too (H100, 2026-12-06, bf16 rows of 3001 to 15001 columns: 9-13% faster; a block takes spans
@@ -178,19 +179,86 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
     // shared memory for both rows (the same additions in the same order as one row at a time).
     // A last row without a pair takes the loop below.
     __shared__ ACC sred2[2][6 * 32];
+    // STAGE (the `sqa` tiers), rows with vectors: the next pair's x and dy rows are copied to
+    // shared memory after the partials (cp.async; 16-byte word q * nslots + slot of x of row a,
+    // dy of a, x of b, dy of b) while the current pair is reduced and written; the host gives
+    // the room (layer_norm_cuda.rs, bwd_stage_bytes). A thread reads back the slots it copied
+    // and uses them all in the sums' loop before it copies the next pair over them; the rows'
+    // first elements (the shifts), copied by lane 0, are read by every thread after a barrier
+    // and before the means' reduction, whose barrier orders them before the next copies. The
+    // copies are issued after the sums' loop: kernel harness, H100, 2026-12-06, bf16 rows of
+    // 1536 to 8192 columns, 3-12% faster than the pairs loading their rows; issued after the
+    // means' reduction or at the top of a pair into a second stage, no faster than without a
+    // stage. l128v3sq and l256v3sq were 0-2% slower with it, l320v4sq (160 KiB of shared memory
+    // a block) faster alone but 4% slower with the parameter reduce after it: they stay `sq`.
+    constexpr bool STAGED = STAGE && !PIECES;
+    uint4 *stage = reinterpret_cast<uint4 *>(sacc + 2 * npad);
+    // The pair at r0, into the stage.
+    auto stage_pair = [&](int64_t r0) {
+      const T *src[4] = {x + r0 * ncols, dy + r0 * ncols, x + (r0 + stride) * ncols, dy + (r0 + stride) * ncols};
+#pragma unroll
+      for (int k = 0; k < VECS; ++k)
+        if (rg.nv[k] != 0) {
+          const int64_t slot = lane + k * LANES;
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            stage_slot<T>(stage + q * nslots + slot, src[q], slot, rg.nv[k], vec);
+        }
+      cp_async_commit();
+    };
+    if constexpr (STAGED)
+      if (row0 + stride < nrows)
+        stage_pair(row0);
     for (; row0 + stride < nrows; row0 += 2 * stride) {
       const T *xa = x + row0 * ncols, *xb = xa + stride * ncols;
       const T *dya = dy + row0 * ncols, *dyb = dya + stride * ncols;
+      // The next pair, when there is one (uniform over the block).
+      const int64_t next = row0 + 2 * stride;
+      const bool more = next + stride < nrows;
       Pack<T> xra[VECS], xrb[VECS], gra[VECS], grb[VECS];
+      ACC sha, shb;
+      if constexpr (STAGED) {
+        cp_async_wait_all();
+        __syncthreads(); // the shifts were copied by lane 0
+        auto get = [&](int q, int k) {
+          Pack<T> r;
+          if (rg.nv[k] != 0) {
+            const uint4 u = stage[q * nslots + lane + k * LANES];
+            r.w[0] = u.x;
+            r.w[1] = u.y;
+            r.w[2] = u.z;
+            r.w[3] = u.w;
+          } else {
+            r.zero();
+          }
+          return r;
+        };
 #pragma unroll
-      for (int k = 0; k < VECS; ++k) {
-        xra[k] = load_slot(xa, k, rg.nv[k]);
-        gra[k] = load_slot(dya, k, rg.nv[k]);
-        xrb[k] = load_slot(xb, k, rg.nv[k]);
-        grb[k] = load_slot(dyb, k, rg.nv[k]);
+        for (int k = 0; k < VECS; ++k) {
+          xra[k] = get(0, k);
+          gra[k] = get(1, k);
+          xrb[k] = get(2, k);
+          grb[k] = get(3, k);
+        }
+        Pack<T> fa, fb;
+        const uint4 ua = stage[0], ub = stage[2 * nslots];
+        fa.w[0] = ua.x;
+        fa.w[1] = ua.y;
+        fb.w[0] = ub.x;
+        fb.w[1] = ub.y;
+        sha = Elem<T>::get(fa, 0);
+        shb = Elem<T>::get(fb, 0);
+      } else {
+#pragma unroll
+        for (int k = 0; k < VECS; ++k) {
+          xra[k] = load_slot(xa, k, rg.nv[k]);
+          gra[k] = load_slot(dya, k, rg.nv[k]);
+          xrb[k] = load_slot(xb, k, rg.nv[k]);
+          grb[k] = load_slot(dyb, k, rg.nv[k]);
+        }
+        sha = rg.shift(xra, xa, true, ncols);
+        shb = rg.shift(xrb, xb, true, ncols);
       }
-      const ACC sha = rg.shift(xra, xa, true, ncols);
-      const ACC shb = rg.shift(xrb, xb, true, ncols);
       ACC m2[2] = {ACC(0), ACC(0)};
 #pragma unroll
       for (int k = 0; k < VECS; ++k)
@@ -226,6 +294,9 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
             s6[5] += gb * db;
           }
       }
+      if constexpr (STAGED)
+        if (more)
+          stage_pair(next);
       row_allreduce<LANES>(s6, sred2[1]);
       const ACC rsa = ln_rstd(max(s6[0] * inv_n, ACC(0)), eps);
       const ACC rsb = ln_rstd(max(s6[3] * inv_n, ACC(0)), eps);

@@ -316,6 +316,59 @@ __device__ __forceinline__ void store_span(T *p, int64_t slot, int lo, int hi, c
   }
 }
 
+// Copies of 16 and 8 bytes from global to shared memory that complete asynchronously
+// (cp.async, sm_80+) until cp_async_wait_all; `bytes` < 8 zero-fills the rest. Older devices
+// copy through registers.
+__device__ __forceinline__ void cp_async16(void *dst, const void *src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory");
+#else
+  *reinterpret_cast<uint4 *>(dst) = __ldg(reinterpret_cast<const uint4 *>(src));
+#endif
+}
+
+__device__ __forceinline__ void cp_async8(void *dst, const void *src, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+#else
+  *reinterpret_cast<uint2 *>(dst) = bytes == 8 ? __ldg(reinterpret_cast<const uint2 *>(src)) : make_uint2(0u, 0u);
+#endif
+}
+
+// Closes the group of copies issued since the last one.
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+// Waits for every copy of the thread; other threads see them after a barrier.
+__device__ __forceinline__ void cp_async_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
+#endif
+}
+
+// Copies vector slot `slot` of the row at p (nvalid elements, the others zero, as load_pack
+// loads it) to the 16 bytes at dst in shared memory: with cp_async16 or cp_async8 for VEC_FULL
+// and VEC_HALF rows, element by element otherwise.
+template <typename T>
+__device__ __forceinline__ void stage_slot(uint4 *dst, const T *p, int64_t slot, int nvalid, int vec) {
+  constexpr int V = Pack<T>::N;
+  if (vec == VEC_FULL) {
+    cp_async16(dst, p + slot * V);
+  } else if (vec == VEC_HALF) {
+    cp_async8(dst, p + slot * V, 8);
+    cp_async8(reinterpret_cast<char *>(dst) + 8, nvalid == V ? p + slot * V + V / 2 : p + slot * V,
+              nvalid == V ? 8 : 0);
+  } else {
+    const Pack<T> r = load_pack<T>(p, slot, nvalid, vec);
+    *dst = make_uint4(r.w[0], r.w[1], r.w[2], r.w[3]);
+  }
+}
+
 // The elements of the first 16-byte word of row `row` before the row, when the rows that a
 // row group processes (row, row + stride, ...; stride 0: only `row`) all start at the same
 // offset in a 16-byte word in each of a, b and c (the same offset in all three, and

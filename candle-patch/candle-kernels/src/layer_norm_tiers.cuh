@@ -7,10 +7,11 @@
 // lanes threads share a row, each holding vecs 16-byte vectors of it
 // (tag l<lanes>v<vecs>, plus `s` when the backward keeps its dw / db partials
 // in dynamic shared memory, `sq` (smem 2) when in addition the layer-norm
-// backward takes a block's rows two at a time, `p` when the kernel prefetches
-// the next row of its group); min_blocks is the backward's __launch_bounds__
-// minimum of resident blocks per SM (it caps the registers; the forward
-// ignores it).
+// backward takes a block's rows two at a time, `sqa` (smem 3) when it also
+// copies the next pair of rows into shared memory while reducing the current
+// one, `p` when the kernel prefetches the next row of its group); min_blocks
+// is the backward's __launch_bounds__ minimum of resident blocks per SM (it
+// caps the registers; the forward ignores it).
 //
 // The host picks the first tier of a list whose lanes * vecs covers the row's
 // vectors, so each list is sorted by lanes * vecs; longer rows use the `big`
@@ -59,17 +60,17 @@
   X16(l64v2, 64, 2, 0, 0, 1)                                                                       \
   X32(l128v1, 128, 1, 0, 0, 1)                                                                     \
   X32(l128v2, 128, 2, 0, 0, 1)                                                                     \
-  X16(l128v2sq, 128, 2, 2, 0, 4)                                                                   \
+  X16(l128v2sqa, 128, 2, 3, 0, 4)                                                                  \
   X32(l160v2s, 160, 2, 1, 0, 6)                                                                    \
-  X16(l160v2sq, 160, 2, 2, 0, 4)                                                                   \
+  X16(l160v2sqa, 160, 2, 3, 0, 4)                                                                  \
   X16(l128v3sq, 128, 3, 2, 0, 4)                                                                   \
   X32(l256v2s, 256, 2, 1, 0, 4)                                                                    \
-  X16(l256v2sq, 256, 2, 2, 0, 2)                                                                   \
+  X16(l256v2sqa, 256, 2, 3, 0, 2)                                                                  \
   X32(l320v2s, 320, 2, 1, 0, 3)                                                                    \
-  X16(l320v2sq, 320, 2, 2, 0, 2)                                                                   \
+  X16(l320v2sqa, 320, 2, 3, 0, 2)                                                                  \
   X16(l256v3sq, 256, 3, 2, 0, 2)                                                                   \
   X32(l512v2s, 512, 2, 1, 0, 2)                                                                    \
-  X16(l512v2sq, 512, 2, 2, 0, 1)                                                                   \
+  X16(l512v2sqa, 512, 2, 3, 0, 1)                                                                  \
   X32(l256v5s, 256, 5, 1, 0, 3)                                                                    \
   X16(l320v4sq, 320, 4, 2, 0, 1)                                                                   \
   X32(l512v4sp, 512, 4, 1, 1, 1)                                                                   \

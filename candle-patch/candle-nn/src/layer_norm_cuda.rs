@@ -111,14 +111,17 @@ impl SplitTiers {
 /// One row of the registry: `lanes` threads share a row, each holding `vecs` 16-byte vectors of
 /// it; `smem`: the backward keeps its parameter partials in dynamic shared memory (registry
 /// value 1, tag `s`; 2, tag `sq`: the layer norm takes the block's rows two at a time, which
-/// changes nothing for the host); `prefetch`: the kernel loads the next row of its group while
-/// reducing the current one.
+/// changes nothing for the host; 3, tag `sqa`: pairs too); `stage` (value 3): the layer norm's
+/// backward stages the next pair of rows in shared memory as well, which needs more of it (see
+/// [`bwd_stage_bytes`]); `prefetch`: the kernel loads the next row of its group while reducing
+/// the current one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Tier {
     tag: String,
     lanes: usize,
     vecs: usize,
     smem: bool,
+    stage: bool,
     prefetch: bool,
 }
 
@@ -166,13 +169,15 @@ fn parse_tiers(registry: &str, list: &str, dtype: DType) -> std::result::Result<
             0 => "",
             1 => "s",
             2 => "sq",
-            _ => return Err(format!("{list}: bad smem flag in `{row}` (0, 1 or 2)")),
+            3 => "sqa",
+            _ => return Err(format!("{list}: bad smem flag in `{row}` (0 to 3)")),
         };
         let tier = Tier {
             tag: args[0].to_string(),
             lanes: num(1)?,
             vecs: num(2)?,
             smem: !smem.is_empty(),
+            stage: smem == "sqa",
             prefetch: num(4)? != 0,
         };
         num(5)?;
@@ -227,6 +232,17 @@ fn bwd_smem_bytes(n_cols: usize, dtype: DType, acc_bytes: usize) -> usize {
     2 * slots * elem_per_vec * acc_bytes + if words { slots * 16 } else { 0 }
 }
 
+/// Dynamic shared memory that a backward `sqa` tier needs on top of [`bwd_smem_bytes`]: the
+/// layer norm's instance for rows with vectors stages the next pair of rows, x and dy, one
+/// 16-byte word per vector of each (bwd_resident in layer_norm_bwd.cuh). Its `words` instance
+/// and the RMS norm take no stage.
+fn bwd_stage_bytes(n_cols: usize, dtype: DType, norm: Norm) -> usize {
+    if norm == Norm::Rms || unaligned_16bit(n_cols, dtype) {
+        return 0;
+    }
+    4 * n_cols.div_ceil(16 / dtype.size_in_bytes()) * 16
+}
+
 /// The kernel for a row: a resident tier, its instance for 16-bit rows without vectors (the
 /// norms only, see [`LaunchPlan::words_when_unaligned`]), or the `big` kernel that streams the
 /// row twice.
@@ -268,18 +284,25 @@ struct LaunchPlan<'a> {
 
 impl<'a> LaunchPlan<'a> {
     /// The first tier of `tiers` whose row fits, or the `big` kernel. `smem_bytes` is what an
-    /// `smem` tier needs, `max_smem` what a block can opt in to: tiers that do not fit are skipped.
+    /// `smem` tier needs, `stage_bytes` what a `stage` tier needs on top, `max_smem` what a block
+    /// can opt in to: tiers that do not fit are skipped.
     fn new(
         tiers: &'a [Tier],
         n_cols: usize,
         dtype: DType,
         smem_bytes: usize,
+        stage_bytes: usize,
         max_smem: usize,
     ) -> Self {
         let n_vecs = n_cols.div_ceil(16 / dtype.size_in_bytes());
+        let smem_of = |t: &Tier| match (t.smem, t.stage) {
+            (false, _) => 0,
+            (true, false) => smem_bytes,
+            (true, true) => smem_bytes + stage_bytes,
+        };
         let tier = tiers
             .iter()
-            .filter(|t| !t.smem || smem_bytes <= max_smem)
+            .filter(|t| smem_of(t) <= max_smem)
             .find(|t| t.lanes * t.vecs >= n_vecs);
         match tier {
             Some(tier) => {
@@ -288,7 +311,7 @@ impl<'a> LaunchPlan<'a> {
                     kernel: Kernel::Resident(tier),
                     block_dim: block_dim as u32,
                     rows_per_block: block_dim / tier.lanes,
-                    smem_bytes: if tier.smem { smem_bytes } else { 0 },
+                    smem_bytes: smem_of(tier),
                     persistent: tier.prefetch,
                     reread_bytes: 0,
                 }
@@ -450,7 +473,7 @@ where
     let dst = unsafe { dev.alloc::<T>(el_count)? };
     if el_count > 0 {
         let n_rows = el_count / n_cols;
-        let plan = LaunchPlan::new(Direction::Fwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0)
+        let plan = LaunchPlan::new(Direction::Fwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0, 0)
             .words_when_unaligned(n_cols, T::DTYPE);
         let name = plan.kernel.name(norm.prefix(), Direction::Fwd, T::DTYPE);
         let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
@@ -516,6 +539,7 @@ where
     let (mut dalpha, mut dbeta) = (dalpha?, dbeta?);
 
     let smem_bytes = bwd_smem_bytes(n_cols, T::DTYPE, std::mem::size_of::<A>());
+    let stage_bytes = bwd_stage_bytes(n_cols, T::DTYPE, norm);
     let max_smem = dev
         .cuda_stream()
         .context()
@@ -529,6 +553,7 @@ where
             n_cols,
             T::DTYPE,
             smem_bytes,
+            stage_bytes,
             max_smem,
         )
         .words_when_unaligned(n_cols, T::DTYPE)
@@ -808,7 +833,7 @@ where
     let dst = unsafe { dev.alloc::<T>(el_count)? };
     if el_count > 0 {
         let n_rows = el_count / n_cols;
-        let plan = LaunchPlan::new(Direction::Fwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0)
+        let plan = LaunchPlan::new(Direction::Fwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0, 0)
             .big_when_unaligned(n_cols, T::DTYPE);
         let name = plan.kernel.name(SOFTMAX, Direction::Fwd, T::DTYPE);
         let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
@@ -843,7 +868,7 @@ where
     if el_count > 0 {
         let n_rows = el_count / n_cols;
         // No parameter partials: the backward's `s` tiers need no shared memory.
-        let plan = LaunchPlan::new(Direction::Bwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0);
+        let plan = LaunchPlan::new(Direction::Bwd.tiers(T::DTYPE), n_cols, T::DTYPE, 0, 0, 0);
         // The `big` kernel reads the output and its gradient twice.
         let plan = LaunchPlan {
             reread_bytes: 2 * plan.reread_bytes,
@@ -893,7 +918,7 @@ mod tests {
                 for max_smem in [0, usize::MAX] {
                     for n_cols in 1..=70_000 {
                         let mut plan =
-                            LaunchPlan::new(dir.tiers(dtype), n_cols, dtype, 1, max_smem);
+                            LaunchPlan::new(dir.tiers(dtype), n_cols, dtype, 1, 1, max_smem);
                         plan = match (op, dir) {
                             (SOFTMAX, Direction::Fwd) => plan.big_when_unaligned(n_cols, dtype),
                             (SOFTMAX, Direction::Bwd) => plan,
@@ -937,7 +962,7 @@ mod tests {
     #[test]
     fn unaligned_16bit_rows_take_the_big_kernel() {
         let big = |dtype, n_cols| {
-            let plan = LaunchPlan::new(Direction::Fwd.tiers(dtype), n_cols, dtype, 0, 0)
+            let plan = LaunchPlan::new(Direction::Fwd.tiers(dtype), n_cols, dtype, 0, 0, 0)
                 .big_when_unaligned(n_cols, dtype);
             matches!(plan.kernel, Kernel::Big)
         };
@@ -949,16 +974,16 @@ mod tests {
     #[test]
     fn unaligned_16bit_rows_take_the_words_instances() {
         let name = |dir: Direction, dtype, n_cols| {
-            LaunchPlan::new(dir.tiers(dtype), n_cols, dtype, 1, usize::MAX)
+            LaunchPlan::new(dir.tiers(dtype), n_cols, dtype, 1, 1, usize::MAX)
                 .words_when_unaligned(n_cols, dtype)
                 .kernel
                 .name(Norm::Layer.prefix(), dir, dtype)
         };
         let bwd = |dtype, n_cols| name(Direction::Bwd, dtype, n_cols);
-        assert_eq!(bwd(DType::BF16, 7777), "layernorm_bwd_l512v2sq_words_bf16");
+        assert_eq!(bwd(DType::BF16, 7777), "layernorm_bwd_l512v2sqa_words_bf16");
         assert!(bwd(DType::F16, 17).ends_with("_words_f16"));
         // Rows that take 8-byte vectors, and 4-byte dtypes, keep the tier.
-        assert_eq!(bwd(DType::BF16, 7780), "layernorm_bwd_l512v2sq_bf16");
+        assert_eq!(bwd(DType::BF16, 7780), "layernorm_bwd_l512v2sqa_bf16");
         assert!(!bwd(DType::F32, 7777).contains("words"));
         // The forward's widest tier too: it beats the `big` kernel there.
         let fwd = |dtype, n_cols| name(Direction::Fwd, dtype, n_cols);
@@ -968,7 +993,14 @@ mod tests {
         assert!(!fwd(DType::F32, 3001).contains("words"));
         // Past the tiers the split backward takes any row, 16-bit rows without vectors in its
         // `words` instances.
-        let plan = LaunchPlan::new(Direction::Bwd.tiers(DType::BF16), 70001, DType::BF16, 1, 0);
+        let plan = LaunchPlan::new(
+            Direction::Bwd.tiers(DType::BF16),
+            70001,
+            DType::BF16,
+            1,
+            1,
+            0,
+        );
         assert!(matches!(
             plan.words_when_unaligned(70001, DType::BF16).kernel,
             Kernel::Big
@@ -1023,17 +1055,55 @@ mod tests {
         assert_eq!(tags(DType::F64), ["l1v1", "l2v1", "l1v8"]);
         let stray = "#define L(X) \\\n  X16(l1v1, 1, 1, 0, 0, 1)\n";
         assert!(parse_tiers(stray, "L", DType::F16).is_err());
-        // smem 2: the `sq` tiers, shared-memory tiers to the host.
-        let pairs = "#define L(X) \\\n  X(l128v2sq, 128, 2, 2, 0, 4)\n";
-        let tier = &parse_tiers(pairs, "L", DType::BF16).unwrap()[0];
-        assert!(tier.smem && tier.tag == "l128v2sq", "{tier:?}");
+        // smem 2: the `sq` tiers, shared-memory tiers to the host; 3: the `sqa` tiers, which
+        // stage rows as well.
+        let pairs =
+            "#define L(X) \\\n  X(l128v2sq, 128, 2, 2, 0, 4) \\\n  X(l128v3sqa, 128, 3, 3, 0, 4)\n";
+        let tiers = parse_tiers(pairs, "L", DType::BF16).unwrap();
+        assert!(
+            tiers[0].smem && !tiers[0].stage && tiers[0].tag == "l128v2sq",
+            "{tiers:?}"
+        );
+        assert!(
+            tiers[1].smem && tiers[1].stage && tiers[1].tag == "l128v3sqa",
+            "{tiers:?}"
+        );
         for bad in [
             "X(l128v2s, 128, 2, 2, 0, 4)",
             "X(l128v2sq, 128, 2, 3, 0, 4)",
+            "X(l128v2sqa, 128, 2, 2, 0, 4)",
+            "X(l128v2sqa, 128, 2, 4, 0, 4)",
         ] {
             let row = format!("#define L(X) \\\n  {bad}\n");
             assert!(parse_tiers(&row, "L", DType::BF16).is_err(), "{bad}");
         }
+    }
+
+    /// The `sqa` tiers get room for a pair of staged rows, where they stage them: the layer norm's
+    /// rows with vectors, not its `words` instances or the RMS norm.
+    #[test]
+    fn staged_tiers_get_room_for_their_rows() {
+        let tiers = Direction::Bwd.tiers(DType::BF16);
+        let staged = tiers.iter().find(|t| t.stage).expect("a bf16 `sqa` tier");
+        let n_cols = staged.lanes * staged.vecs * 8;
+        let smem = bwd_smem_bytes(n_cols, DType::BF16, 4);
+        let stage = bwd_stage_bytes(n_cols, DType::BF16, Norm::Layer);
+        assert_eq!((smem, stage), (8 * n_cols, 8 * n_cols));
+        let plan = LaunchPlan::new(tiers, n_cols, DType::BF16, smem, stage, usize::MAX);
+        assert!(matches!(plan.kernel, Kernel::Resident(t) if t == staged));
+        assert_eq!(plan.smem_bytes, smem + stage);
+        // Without room for the stage, the next tier that fits.
+        let plan = LaunchPlan::new(tiers, n_cols, DType::BF16, smem, stage, smem + stage - 1);
+        assert!(
+            matches!(plan.kernel, Kernel::Resident(t) if t != staged),
+            "{plan:?}"
+        );
+        assert_eq!(bwd_stage_bytes(n_cols, DType::BF16, Norm::Rms), 0);
+        assert_eq!(bwd_stage_bytes(n_cols - 1, DType::BF16, Norm::Layer), 0);
+        assert_eq!(
+            bwd_stage_bytes(n_cols - 8, DType::F16, Norm::Layer),
+            8 * n_cols - 64
+        );
     }
 
     /// A kernel the host can ask for but the module does not define fails only at run time on a

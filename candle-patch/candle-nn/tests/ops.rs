@@ -669,10 +669,17 @@ fn layer_norm_many_rows(dev: &Device) -> Result<()> {
 /// words (its grid a multiple of 8 blocks), shifted by a phase that differs from block to block.
 /// Three rows (as in `layer_norm_grad`) make a grid of three blocks, which takes the rows in
 /// pieces instead. Rows of 2048 and 3000 in more rows than resident blocks: the cuda backward
-/// takes each block's rows two at a time, and an odd one last.
+/// takes each block's rows two at a time, and an odd one last; at 2048 and 2500 (rows of 8-byte
+/// vectors) it copies the next two rows into shared memory while it reduces the current two.
 fn layer_norm_many_rows_16bit(dev: &Device) -> Result<()> {
     let mut rng = StdRng::seed_from_u64(59);
-    for (rows, n) in [(1001, 3001), (64, 2501), (6001, 2048), (3001, 3000)] {
+    for (rows, n) in [
+        (1001, 3001),
+        (64, 2501),
+        (6001, 2048),
+        (3001, 3000),
+        (2001, 2500),
+    ] {
         let x = ln_rows(&mut rng, rows, n);
         let (w, b) = ln_wb(&mut rng, n);
         let dy = ln_rand(&mut rng, rows * n, -1., 1.);
