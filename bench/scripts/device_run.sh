@@ -49,6 +49,8 @@ step() { # name timeout cmd...
   grep -E "^test result|passed|failed|ERROR SUMMARY|Error|error:" "$OUT/$name.log" | tail -4 | sed 's/^/    /'
 }
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } > "$OUT/device.txt" 2>&1
+# The GPU the reports' titles name (the lent machine may be an H100 where an H200 was asked for).
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 
 if has harness; then
   export LN_HARNESS_BIN=/tmp/ln_harness
@@ -85,14 +87,14 @@ if has bench; then
   step torch-bench 300 python3 bench/scripts/torch_bench.py --csv "$OUT/bench-torch.csv"
   step torch-check 120 python3 bench/scripts/torch_check.py "$OUT/dump" "$OUT/numerics.csv"
   rm -rf "$OUT/dump"
-  step report 60 python3 bench/scripts/report.py "$OUT/bench-candle.csv" "$OUT/bench-torch.csv" "$OUT/report" --title "(H200, $(date -u +%F))"
+  step report 60 python3 bench/scripts/report.py "$OUT/bench-candle.csv" "$OUT/bench-torch.csv" "$OUT/report" --title "(${gpu_name:-unknown GPU}, $(date -u +%F))"
 fi
 # BENCH_EXTRAS=0 skips these (measured in earlier runs, see bench/results).
 if has bench && [ "${BENCH_EXTRAS:-1}" = 1 ]; then
   # The same with freed memory handed back to the driver at each synchronize (the driver's
   # default, CANDLE_CUDA_POOL_RETAIN=0): what keeping it in the pool buys.
   step gpu-bench-release-pool 400 "$B/bench-bin-gpu_bench" --device cuda --pool release --csv "$OUT/bench-candle-release-pool.csv"
-  step report-release-pool 60 python3 bench/scripts/report.py "$OUT/bench-candle-release-pool.csv" "$OUT/bench-torch.csv" "$OUT/report-release-pool" --title "(H200, $(date -u +%F), --pool release)"
+  step report-release-pool 60 python3 bench/scripts/report.py "$OUT/bench-candle-release-pool.csv" "$OUT/bench-torch.csv" "$OUT/report-release-pool" --title "(${gpu_name:-unknown GPU}, $(date -u +%F), --pool release)"
   step breakdown 120 "$B/bench-bin-gpu_bench" --device cuda --breakdown 4096x4096
   step breakdown-release-pool 120 "$B/bench-bin-gpu_bench" --device cuda --pool release --breakdown 4096x4096
   step shim-ab-bench 300 "$B/shim-ab_bench" --device cuda

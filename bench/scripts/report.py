@@ -47,7 +47,7 @@ def main():
     out = []
     out.append(f"### Layer norm ops: time in µs (effective GB/s) {a.title}\n")
     out.append("Effective GB/s = bytes that must move / time: forward reads x and writes y, backward reads x and dy and writes dx "
-               f"(plus the parameters). Device copy speed: {COPY_GBPS:.0f} GB/s. Backward: the op alone, PyTorch's "
+               f"(plus the parameters). Device copy speed: {COPY_GBPS:.0f} GB/s (the H200's, bench/device.toml, whatever the GPU). Backward: the op alone, PyTorch's "
                "`aten.native_layer_norm_backward` kernel alone.\n")
     out.append("| dtype | rows×hidden | fused fwd | PyTorch fwd | stock fwd | composite fwd | fwd vs PyTorch | fwd vs stock | fused bwd | PyTorch bwd | bwd vs PyTorch | fused fwd % copy | fused bwd % copy |")
     out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
