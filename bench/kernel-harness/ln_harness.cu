@@ -5,7 +5,7 @@
 //   nvcc -O3 -arch=sm_90 -I<candle-kernels/src> ln_harness.cu -o ln_harness
 // Run: ./ln_harness [--no-bench] [--bench-only] [--sweep (every kernel that fits each bench shape)]
 //   [--shapes RxC,RxC (bench these shapes instead of the grid)] [--tiers tag,tag (sweep only these)]
-//   [--dtypes f32,bf16 (bench these, default both)];
+//   [--dtypes f32,bf16,f16 (bench these, default f32,bf16)];
 // exit code != 0 on any failure.
 // The tiers come from the registry layer_norm_tiers.cuh: the shipped ones and the sweep
 // candidates, which only this harness compiles.
@@ -785,7 +785,7 @@ template <typename T> static void print_attrs() {
 
 int main(int argc, char **argv) {
   bool do_test = true, do_bench = true, sweep = false;
-  std::string dtypes = ",f32,bf16,"; // --dtypes f32,bf16: the dtypes to bench
+  std::string dtypes = ",f32,bf16,"; // --dtypes f32,bf16,f16: the dtypes to bench
   std::vector<std::pair<int64_t, int64_t>> only; // --shapes RxC,RxC: bench these instead
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--dtypes") && i + 1 < argc)
@@ -811,6 +811,16 @@ int main(int argc, char **argv) {
       do_test = false;
     if (!strcmp(argv[i], "--sweep"))
       sweep = true;
+  }
+  // A dtype the bench does not know would otherwise bench nothing, silently.
+  for (size_t pos = 1; pos < dtypes.size();) {
+    const size_t end = dtypes.find(',', pos);
+    const std::string d = dtypes.substr(pos, end - pos);
+    if (d != "f32" && d != "bf16" && d != "f16") {
+      printf("--dtypes: unknown dtype `%s` (f32, bf16 or f16)\n", d.c_str());
+      return 2;
+    }
+    pos = end + 1;
   }
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
@@ -842,6 +852,9 @@ int main(int argc, char **argv) {
     if (dtypes.find(",bf16,") != std::string::npos)
       for (auto &s : only)
         bench<__nv_bfloat16>(s.first, s.second, sweep);
+    if (dtypes.find(",f16,") != std::string::npos)
+      for (auto &s : only)
+        bench<__half>(s.first, s.second, sweep);
   }
   return g_fail ? 1 : 0;
 }
