@@ -9,7 +9,7 @@ rope has no backward kernel, so autograd.grad of the tensor-op rope on a retaine
 forward, then (y * dy).sum().backward(), the algebra of candle's `(y * dy).backward()`.
 
 With --candle-csv, prints both side by side (ratio = PyTorch time / candle time, > 1: candle
-is faster) and the effective GB/s against the device's copy speed.
+is faster) and the effective GB/s against the copy speed of the GPU it runs on.
 """
 import argparse
 import csv
@@ -18,7 +18,8 @@ import torch
 import torch.nn.functional as F
 
 # The same timing method and copy speed as the layer-norm comparison.
-from torch_bench import COPY_GBPS, iters_for, time_us
+from ceiling import measure_copy_gbps
+from torch_bench import iters_for, time_us
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 
@@ -98,6 +99,8 @@ def main():
         wr = csv.DictWriter(f, fieldnames=list(candle[0].keys()) + ["torch_bwd"])
         wr.writeheader()
         wr.writerows(out)
+    copy_gbps, _ = measure_copy_gbps()
+    print(f"% copy: of this GPU's device copy, {copy_gbps:.0f} GB/s ({torch.cuda.get_device_name()})\n")
     print("| op | level | dtype | shape | candle us | torch us | torch/candle | candle GB/s | % copy "
           "| torch GB/s | torch bwd timed as |")
     print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---|")
@@ -106,7 +109,7 @@ def main():
         gbps, tgbps = int(c["bytes"]) / cu / 1e3, int(c["bytes"]) / tu / 1e3
         print(
             f"| {c['op']} | {c['level']} | {c['dtype']} | {c['shape']} | {cu:.1f} | {tu:.1f} | "
-            f"{tu / cu:.2f} | {gbps:.0f} | {100 * gbps / COPY_GBPS:.0f}% | {tgbps:.0f} | "
+            f"{tu / cu:.2f} | {gbps:.0f} | {100 * gbps / copy_gbps:.0f}% | {tgbps:.0f} | "
             f"{t['torch_bwd']} |"
         )
 

@@ -3,12 +3,15 @@
 against the shape (sorted by hidden size): fused (ours) vs PyTorch vs stock candle vs composite.
 
 usage: report.py bench-candle.csv bench-torch.csv OUT_PREFIX [--title "H200, 2026-11-30"]
-writes OUT_PREFIX.md, OUT_PREFIX.csv (merged) and OUT_PREFIX.png
+writes OUT_PREFIX.md, OUT_PREFIX.csv (merged, with each row's share of the copy speed) and
+OUT_PREFIX.png. The copy speed is the `copy` row torch_bench.py measured on the GPU of the run;
+CSVs of runs that recorded none are compared against the H200's (bench/device.toml), and the
+table says so.
 """
 import argparse
 import csv
 
-from ceiling import COPY_GBPS
+from ceiling import H200_COPY_GBPS
 
 
 def load(path):
@@ -24,10 +27,20 @@ def main():
     ap.add_argument("--title", default="")
     a = ap.parse_args()
     rows = load(a.candle) + load(a.torch)
+    copies = [r for r in rows if r["impl"] == "copy"]
+    rows = [r for r in rows if r["impl"] != "copy"]
+    if copies:
+        copy_gbps = float(copies[0]["gbps"])
+        copy_text = f"{copy_gbps:.0f} GB/s, measured in this run ({int(copies[0]['cols'])}-byte device-to-device copies)"
+    else:
+        copy_gbps = H200_COPY_GBPS
+        copy_text = f"{copy_gbps:.0f} GB/s, the H200's (bench/device.toml: this run recorded no copy)"
+    fields = ["impl", "level", "dtype", "rows", "cols", "us", "gbps", "frac_copy"]
     with open(a.out + ".csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
-        w.writerows(rows)
+        for r in copies[:1] + rows:
+            w.writerow({**r, "frac_copy": f"{float(r['gbps']) / copy_gbps:.3f}"})
     idx = {(r["impl"], r["level"], r["dtype"], int(r["rows"]), int(r["cols"])): r for r in rows}
     shapes = sorted({(int(r["rows"]), int(r["cols"])) for r in rows}, key=lambda s: (s[1], s[0]))
     dtypes = [d for d in ("f32", "bf16", "f16", "f64") if any(r["dtype"] == d for r in rows)]
@@ -47,7 +60,7 @@ def main():
     out = []
     out.append(f"### Layer norm ops: time in µs (effective GB/s) {a.title}\n")
     out.append("Effective GB/s = bytes that must move / time: forward reads x and writes y, backward reads x and dy and writes dx "
-               f"(plus the parameters). Device copy speed: {COPY_GBPS:.0f} GB/s (the H200's, bench/device.toml, whatever the GPU). Backward: the op alone, PyTorch's "
+               f"(plus the parameters). Device copy speed: {copy_text}. Backward: the op alone, PyTorch's "
                "`aten.native_layer_norm_backward` kernel alone.\n")
     out.append("| dtype | rows×hidden | fused fwd | PyTorch fwd | stock fwd | composite fwd | fwd vs PyTorch | fwd vs stock | fused bwd | PyTorch bwd | bwd vs PyTorch | fused fwd % copy | fused bwd % copy |")
     out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -61,7 +74,7 @@ def main():
                 f"| {d} | {s[0]}×{s[1]} | {cell('fused','fwd',d,s)} | {cell('torch','fwd',d,s)} | {cell('stock','fwd',d,s)} | "
                 f"{cell('composite','fwd',d,s)} | {ratio('fused','torch','fwd',d,s)} | {ratio('fused','stock','fwd',d,s)} | "
                 f"{cell('fused','bwd',d,s)} | {cell('torch','bwd',d,s)} | {ratio('fused','torch','bwd',d,s)} | "
-                f"{100 * float(f['gbps']) / COPY_GBPS:.0f}% | {100 * float(b['gbps']) / COPY_GBPS:.0f}% |"
+                f"{100 * float(f['gbps']) / copy_gbps:.0f}% | {100 * float(b['gbps']) / copy_gbps:.0f}% |"
             )
     out.append("\n### Through autograd: forward + backward, µs\n")
     out.append("candle: `y = layer_norm(x, w, b)`, `(y * dy).backward()`; PyTorch: `F.layer_norm` + `torch.autograd.grad`.\n")
@@ -98,13 +111,13 @@ def main():
                 if all(y != y for y in ys):
                     continue
                 ax.plot(range(len(shapes)), ys, style, label=name)
-            ax.axhline(COPY_GBPS, color="grey", lw=0.8)
-            ax.text(0, COPY_GBPS * 0.97, "device copy", va="top", fontsize=8, color="grey")
+            ax.axhline(copy_gbps, color="grey", lw=0.8)
+            ax.text(0, copy_gbps * 0.97, "device copy", va="top", fontsize=8, color="grey")
             ax.set_xticks(range(len(shapes)))
             ax.set_xticklabels(labels, rotation=30, fontsize=8)
             ax.set_ylabel("effective GB/s")
             ax.set_title(f"{lname}, {d} {a.title}")
-            ax.set_ylim(0, COPY_GBPS * 1.08)
+            ax.set_ylim(0, copy_gbps * 1.08)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()

@@ -7,7 +7,8 @@ gpu_bench's method, and writes one CSV with both, a summary (per dtype and direc
 smallest ratio PyTorch time / ours, the median fraction of the copy speed, the worst points)
 and a plot of GB/s against the hidden size with the copy speed as the ceiling.
 
-Two ceilings: the device's copy speed (COPY_GBPS, a large copy), and a copy that moves the
+Two ceilings: the device's copy speed (ceiling.measure_copy_gbps, a large copy on the GPU of
+the run, kept in each row as `device_copy_gbps`), and a copy that moves the
 point's own bytes, timed here with the same method (`copy_` of n bytes for the forward's 2n,
 of 1.5n for the backward's 3n): what a memory-bound op of that size can reach, launch and
 ramp-up included.
@@ -22,7 +23,8 @@ import time
 
 import torch
 
-from torch_bench import COPY_GBPS, DTYPES, iters_for, native_bwd_us, time_us
+from ceiling import H200_COPY_GBPS, measure_copy_gbps
+from torch_bench import DTYPES, iters_for, native_bwd_us, time_us
 
 EPS = 1e-5
 
@@ -77,6 +79,8 @@ def main():
     points = sorted({k[:3] for k in ours}, key=lambda k: (k[0], k[2]))
     if not points:
         sys.exit(f"error: no fused fwd/bwd rows in {a.candle_csv}")
+    device_copy, _ = measure_copy_gbps()
+    print(f"device copy: {device_copy:.0f} GB/s ({torch.cuda.get_device_name()})", flush=True)
     out = []
     for dtype, rows, cols in points:
         fwd, bwd = torch_point(dtype, rows, cols, a.reps)
@@ -88,7 +92,8 @@ def main():
                 continue
             out.append(dict(dtype=dtype, level=level, rows=rows, cols=cols, ours_us=us, torch_us=theirs,
                             ours_gbps=nbytes / us / 1e3, torch_gbps=nbytes / theirs / 1e3,
-                            ratio=theirs / us, copy_gbps=copy_gbps(nbytes, a.reps)))
+                            ratio=theirs / us, copy_gbps=copy_gbps(nbytes, a.reps),
+                            device_copy_gbps=device_copy))
             torch.cuda.empty_cache()
     with open(a.csv, "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=list(out[0]))
@@ -100,6 +105,12 @@ def main():
 
 def report(out, plot):
     """The summary per dtype and direction, the points below PyTorch, and the plot to `plot`."""
+    if "device_copy_gbps" in out[0]:
+        ceiling = out[0]["device_copy_gbps"]
+        print(f"% copy: of this run's device copy, {ceiling:.0f} GB/s")
+    else:
+        ceiling = H200_COPY_GBPS
+        print(f"% copy: of the H200's copy, {ceiling:.0f} GB/s (bench/device.toml; this CSV recorded no copy)")
     print(f"{'dtype':<5} {'dir':<4} {'points':>6} {'min ratio':>10} {'median ratio':>12} "
           f"{'ours % copy (median)':>21} {'PyTorch % copy':>15} {'ours % same-bytes copy':>23} "
           f"{'PyTorch':>8}  worst points (hidden: ratio, ours % copy)")
@@ -109,11 +120,11 @@ def report(out, plot):
             if not rs:
                 continue
             worst = sorted(rs, key=lambda r: r["ratio"])[:5]
-            worst_s = ", ".join(f"{r['cols']}: {r['ratio']:.2f}x {r['ours_gbps'] / COPY_GBPS:.0%}" for r in worst)
+            worst_s = ", ".join(f"{r['cols']}: {r['ratio']:.2f}x {r['ours_gbps'] / ceiling:.0%}" for r in worst)
             print(f"{dtype:<5} {level:<4} {len(rs):>6} {min(r['ratio'] for r in rs):>9.2f}x "
                   f"{statistics.median(r['ratio'] for r in rs):>11.2f}x "
-                  f"{statistics.median(r['ours_gbps'] for r in rs) / COPY_GBPS:>21.0%} "
-                  f"{statistics.median(r['torch_gbps'] for r in rs) / COPY_GBPS:>15.0%} "
+                  f"{statistics.median(r['ours_gbps'] for r in rs) / ceiling:>21.0%} "
+                  f"{statistics.median(r['torch_gbps'] for r in rs) / ceiling:>15.0%} "
                   f"{statistics.median(r['ours_gbps'] / r['copy_gbps'] for r in rs):>23.0%} "
                   f"{statistics.median(r['torch_gbps'] / r['copy_gbps'] for r in rs):>8.0%}  {worst_s}")
     below = [r for r in out if r["ratio"] < 1.0]
@@ -137,7 +148,7 @@ def report(out, plot):
                 xs = [r["cols"] for r in rs]
                 ax.plot(xs, [r["ours_gbps"] for r in rs], "o-", ms=3, label="candle fork (fused)")
                 ax.plot(xs, [r["torch_gbps"] for r in rs], "s--", ms=3, label="PyTorch kernel")
-                ax.axhline(COPY_GBPS, color="gray", lw=0.8, label="copy")
+                ax.axhline(ceiling, color="gray", lw=0.8, label="copy")
                 ax.plot(xs, [r["copy_gbps"] for r in rs], ":", color="gray", lw=0.8, label="copy, same bytes")
                 ax.set_xscale("log", base=2)
                 ax.set_title(f"{dtype} {level}, tensors >= 32 MiB")

@@ -5,7 +5,8 @@
 Levels: fwd = F.layer_norm; bwd = PyTorch's backward kernel alone
 (`aten.native_layer_norm_backward` with the forward's saved mean and rstd, no autograd engine,
 as gpu_bench's bwd is our backward op alone); fwd+bwd = F.layer_norm + torch.autograd.grad, as a
-training step does. Writes a CSV with the columns of gpu_bench.
+training step does. Writes a CSV with the columns of gpu_bench, and a row `copy` with this GPU's
+copy speed (ceiling.measure_copy_gbps), which report.py compares every row against.
 """
 import argparse
 import time
@@ -13,7 +14,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from ceiling import COPY_GBPS
+from ceiling import COPY_BYTES, measure_copy_gbps
 
 SHAPES = [(16384, 64), (16384, 256), (8192, 1024), (4096, 4096), (1024, 16384), (65536, 1024), (32768, 4096)]
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "f64": torch.float64}
@@ -61,7 +62,9 @@ def main():
     ap.add_argument("--csv", default="bench-torch.csv")
     a = ap.parse_args()
     dev = "cuda"
-    rows_out = []
+    copy_gbps, copy_us = measure_copy_gbps()
+    print(f"device copy: {copy_gbps:.0f} GB/s ({COPY_BYTES} bytes in {copy_us:.1f} us)", flush=True)
+    rows_out = [("copy", "d2d", "u8", 1, COPY_BYTES, copy_us, 2 * COPY_BYTES)]
     for dname in a.dtypes.split(","):
         dt = DTYPES[dname]
         for rows, cols in SHAPES[: a.shapes]:
@@ -87,10 +90,9 @@ def main():
             rows_out.append(("torch", "fwd+bwd", dname, rows, cols, us, fwd_bytes + bwd_bytes))
             print(f"{dname} {rows}x{cols}: " + ", ".join(f"{r[1]} {r[5]:.1f} us" for r in rows_out[-3:]), flush=True)
     with open(a.csv, "w") as f:
-        f.write("impl,level,dtype,rows,cols,us,gbps,frac_copy\n")
+        f.write("impl,level,dtype,rows,cols,us,gbps\n")
         for imp, level, dname, rows, cols, us, nbytes in rows_out:
-            gbps = nbytes / us / 1e3
-            f.write(f"{imp},{level},{dname},{rows},{cols},{us:.3f},{gbps:.1f},{gbps / COPY_GBPS:.3f}\n")
+            f.write(f"{imp},{level},{dname},{rows},{cols},{us:.3f},{nbytes / us / 1e3:.1f}\n")
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
 
 

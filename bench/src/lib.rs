@@ -33,27 +33,8 @@ pub fn sweep_rows(hidden: usize, elem_bytes: usize) -> usize {
     (32usize << 20).div_ceil(hidden * elem_bytes)
 }
 
-/// Device-to-device copy speed of the H200 measured with PyTorch (512 MB copies), GB/s, from
-/// `bench/device.toml` (the Python scripts read it there too).
-pub fn h200_copy_gbps() -> f64 {
-    include_str!("../device.toml")
-        .lines()
-        .filter_map(|line| line.split_once('='))
-        .find(|(key, _)| key.trim() == "h200_copy_gbps")
-        .and_then(|(_, value)| value.trim().parse().ok())
-        .expect("bench/device.toml: no `h200_copy_gbps = <GB/s>` line")
-}
-
 #[cfg(test)]
 mod tests {
-    /// `bench/device.toml` parses: a positive, finite speed (the Python scripts read the same
-    /// line).
-    #[test]
-    fn copy_speed_from_device_toml() {
-        let gbps = super::h200_copy_gbps();
-        assert!(gbps.is_finite() && gbps > 0.0, "{gbps}");
-    }
-
     #[test]
     fn sweep_points() {
         let h = super::sweep_hidden();
