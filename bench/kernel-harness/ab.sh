@@ -8,12 +8,10 @@
 # VARIANT's tests under compute-sanitizer memcheck. Everything goes to $OUT; status.txt sums up.
 set -uo pipefail
 base=$1 variant=$2 shapes=$3 rounds=${4:-2}
-export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
+source "$(dirname "$0")/../scripts/device_env.sh"
 st="$OUT/status.txt"
-{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } > "$OUT/device.txt" 2>&1
 for v in "$base" "$variant"; do
-  xz -dc ".gpu/var/$v.o.xz" > "/tmp/$v.o" && nvcc -arch=sm_90 "/tmp/$v.o" -o "/tmp/$v" ||
-    { echo "link $v failed" | tee -a "$st"; exit 1; }
+  link_harness "$v" || exit 1
 done
 timeout 200 "/tmp/$variant" --no-bench > "$OUT/tests-$variant.txt" 2>&1
 echo "tests $variant rc=$?: $(tail -1 "$OUT/tests-$variant.txt")" | tee -a "$st"

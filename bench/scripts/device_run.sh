@@ -30,9 +30,7 @@ cd "$(dirname "$0")/../.."
 phases=",${1:-harness,tests,sanitizer,bench,memory,tft},"
 has() { [[ $phases == *",$1,"* ]]; }
 OUT=${OUT:-device-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
-export PATH=/usr/local/cuda-13.0/bin:$PATH
+source bench/scripts/device_env.sh
 B=/tmp/gpu-bins
 rm -rf "$B" && mkdir -p "$B" && tar -C "$B" --strip-components=1 -xJf .gpu/bins.tar.xz
 # Binaries rebuilt after the pack (.gpu/extra/<name>.xz, same names as in the pack) replace theirs.
@@ -48,7 +46,6 @@ step() { # name timeout cmd...
   printf '%-28s rc=%-3s %4ss\n' "$name" "$rc" "$((SECONDS - start))" | tee -a "$status"
   grep -E "^test result|passed|failed|ERROR SUMMARY|Error|error:" "$OUT/$name.log" | tail -4 | sed 's/^/    /'
 }
-{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } > "$OUT/device.txt" 2>&1
 # The GPU the reports' titles name (the lent machine may be an H100 where an H200 was asked for).
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 

@@ -9,22 +9,21 @@
 #   3. the harness's tier sweep (every backward kernel whose row fits) at the 16-bit widths at
 #      or below 55% of a same-bytes copy.
 set -uo pipefail
-export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
-export PATH=/usr/local/cuda-13.0/bin:$PATH
+source bench/scripts/device_env.sh
 R=$OUT && st="$R/status.txt"
 OUT=$R/run bash bench/scripts/device_run.sh bench,sweep > "$R/device_run.txt" 2>&1
 echo "device_run bench,sweep rc=$? at ${SECONDS}s" >> "$st"
-xz -dc .gpu/var/h_fin.o.xz > /tmp/h.o && nvcc -arch=sm_90 /tmp/h.o -o /tmp/h || { echo "link failed" >> "$st"; exit 1; }
+link_harness h_fin || exit 1
 SECTIONS="--section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats"
 mkdir -p /tmp/ncu
 for p in bf16:16761x1001 bf16:5591x3001 bf16:1119x15001 bf16:1366x12288 bf16:839x20000 bf16:683x24576 bf16:512x32768 bf16:50383x333 f32:839x10000 f32:683x12288; do
   dt=${p%%:*} s=${p#*:}
-  timeout 100 ncu $SECTIONS -k "regex:layernorm_bwd_[a-z0-9_]*_$dt\$" -c 3 /tmp/h --bench-only --dtypes "$dt" --shapes "$s" > "/tmp/ncu/ncu-$dt-$s-bwd.txt" 2>&1
+  timeout 100 ncu $SECTIONS -k "regex:layernorm_bwd_[a-z0-9_]*_$dt\$" -c 3 /tmp/h_fin --bench-only --dtypes "$dt" --shapes "$s" > "/tmp/ncu/ncu-$dt-$s-bwd.txt" 2>&1
   echo "ncu $dt $s rc=$? at ${SECONDS}s" >> "$st"
 done
 tar -C /tmp -czf "$R/ncu.tgz" ncu
 S16=174763x96,172961x97,87382x192,83469x201,50383x333,16761x1001,5591x3001,2158x7777,1678x10000,1119x15001,839x20000,683x24576
-timeout 200 /tmp/h --bench-only --sweep --dtypes bf16 --shapes "$S16" > "$R/sweep-bwd-bf16.txt" 2>&1
+timeout 200 /tmp/h_fin --bench-only --sweep --dtypes bf16 --shapes "$S16" > "$R/sweep-bwd-bf16.txt" 2>&1
 echo "harness sweep rc=$? at ${SECONDS}s" >> "$st"
 cat "$R/run/status.txt" >> "$st"
 cat "$st"
