@@ -406,8 +406,8 @@ template <typename T> struct Problem {
     if (!grid)
       grid = bwd_grid;
     if (ncols > 0) {
-      // A column per thread for at most 64 parts (layer_norm_cuda.rs, reduce_parts).
-      const int64_t rgrid = grid <= 64 ? (ncols + 1023) / 1024 : (ncols + 31) / 32;
+      // A column per thread for few parts (layer_norm_cuda.rs, reduce_parts).
+      const int64_t rgrid = grid <= LAYER_NORM_BWD_REDUCE_COLUMN_PARTS ? (ncols + 1023) / 1024 : (ncols + 31) / 32;
       KT<T>::red()<<<(unsigned)rgrid, 1024>>>(
           want_dw ? dwp.p : nullptr, want_db ? dbp.p : nullptr, want_dw ? ddw.p : nullptr,
           want_db ? ddb.p : nullptr, grid, ncols);

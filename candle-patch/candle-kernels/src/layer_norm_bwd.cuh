@@ -4,6 +4,7 @@
 // See layer_norm.cu.
 #pragma once
 #include "layer_norm_common.cuh"
+#include "layer_norm_tiers.cuh"
 
 namespace layer_norm {
 
@@ -801,7 +802,7 @@ __device__ __forceinline__ void bwd_split_dx(const T *__restrict__ x, const T *_
 // slice holds one part or none); gridDim.x = ceil(ncols / 1024) is enough then.
 constexpr int RED_COLS = 32;
 constexpr int RED_SLICES = 32;
-constexpr int RED_COL_PARTS = 64;
+constexpr int RED_COL_PARTS = LAYER_NORM_BWD_REDUCE_COLUMN_PARTS;
 
 template <typename T>
 __device__ __forceinline__ void store_param(T *__restrict__ d, int64_t col, typename acc_type<T>::type v) {

@@ -24,6 +24,8 @@
 // re-tune the shipped lists; moving a tier between the two is a one-line
 // change. Both lists were picked from a sweep of every tier on an H200.
 
+#pragma once
+
 #define LAYER_NORM_FWD_TIERS(X)                                                                    \
   X(l1v1, 1, 1, 0, 0, 1)                                                                           \
   X(l2v1, 2, 1, 0, 0, 1)                                                                           \
@@ -117,3 +119,9 @@
   X(l512v1s, 512, 1, 1, 0, 2)                                                                      \
   X(l1024v1s, 1024, 1, 1, 0, 1)                                                                    \
   X(l1024v2s, 1024, 2, 1, 0, 1)
+
+// The parameter reduce (layer_norm_bwd.cuh, bwd_reduce) takes a column per
+// thread, 1024 columns a block, for at most this many partial rows (the split
+// backward's grid), and 32 columns x 32 slices a block for more; the host
+// launches its grid from the same value.
+#define LAYER_NORM_BWD_REDUCE_COLUMN_PARTS 64

@@ -208,6 +208,31 @@ fn parse_tiers(registry: &str, list: &str, dtype: DType) -> std::result::Result<
     Err(format!("{list}: unterminated"))
 }
 
+/// The value of `#define {name} <n>` in `registry`.
+fn parse_define(registry: &str, name: &str) -> std::result::Result<usize, String> {
+    let define = format!("#define {name} ");
+    registry
+        .lines()
+        .find_map(|line| line.strip_prefix(&define))
+        .ok_or_else(|| format!("no `{define}<n>`"))?
+        .trim()
+        .parse()
+        .map_err(|e| format!("{name}: {e}"))
+}
+
+/// The most partial rows for which the parameter reduce takes a column per thread
+/// (`LAYER_NORM_BWD_REDUCE_COLUMN_PARTS`, read from the registry as the kernel reads it).
+fn reduce_column_parts() -> usize {
+    static PARTS: OnceLock<usize> = OnceLock::new();
+    *PARTS.get_or_init(|| {
+        parse_define(
+            kernels::LAYER_NORM_TIERS,
+            "LAYER_NORM_BWD_REDUCE_COLUMN_PARTS",
+        )
+        .unwrap_or_else(|e| panic!("candle-kernels layer_norm_tiers.cuh: {e}"))
+    })
+}
+
 /// Past this many columns, 16-bit rows without vectors take the softmax's `big` kernel (see
 /// [`LaunchPlan::big_when_unaligned`]). H200, 2026-12-02, the layer-norm forward's element by
 /// element tiers: at 50257 and 65535 columns the `big` kernel takes half to three quarters of
@@ -784,9 +809,13 @@ where
 {
     let null = 0u64;
     if dalpha_part.is_some() || dbeta_part.is_some() {
-        // 32 columns x 32 slices per block, a column per thread for at most 64 parts, see
+        // 32 columns x 32 slices per block, a column per thread for few parts, see
         // layer_norm_bwd.cuh.
-        let cols_per_block = if n_parts <= 64 { 1024 } else { 32 };
+        let cols_per_block = if n_parts <= reduce_column_parts() {
+            1024
+        } else {
+            32
+        };
         let cfg = LaunchConfig {
             grid_dim: (n_cols.div_ceil(cols_per_block) as u32, 1, 1),
             block_dim: (1024, 1, 1),
@@ -1036,6 +1065,10 @@ mod tests {
         for tier in [&split.stats, &split.dx] {
             assert!(tier.lanes >= 32 && tier.lanes % 32 == 0, "{tier:?}");
         }
+        assert!(reduce_column_parts() > 0);
+        assert_eq!(parse_define("#define A 1\n#define AB 12\n", "AB"), Ok(12));
+        assert!(parse_define("#define AB x\n", "AB").is_err());
+        assert!(parse_define("#define ABC 3\n", "AB").is_err());
         let bad = "#define LAYER_NORM_FWD_TIERS(X) \\\n  X(l2v1, 1, 1, 0, 0, 1)\n";
         assert!(parse_tiers(bad, "LAYER_NORM_FWD_TIERS", DType::F32).is_err());
         let unsorted = "#define L(X) \\\n  X(l2v1, 2, 1, 0, 0, 1) \\\n  X(l1v1, 1, 1, 0, 0, 1)\n";
