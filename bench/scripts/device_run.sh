@@ -206,6 +206,8 @@ if has tft; then
   fi
 fi
 cat "$status"
-# Few files come back from the device: pack the logs and the raw CSVs (report.csv merges them).
-(cd "$OUT" && tar czf logs.tgz --remove-files ./*.log ./bench-*.csv ./report-release-pool.* 2>/dev/null)
+# At most 8 files come back from the device: status.txt, device.txt and report.md stay as they
+# are, everything else (logs, CSVs, plots) goes into logs.tgz.
+(cd "$OUT" && find . -mindepth 1 -maxdepth 1 ! -name status.txt ! -name device.txt ! -name report.md \
+  ! -name logs.tgz -printf '%P\n' | tar czf logs.tgz --remove-files -T -)
 ls "$OUT"
