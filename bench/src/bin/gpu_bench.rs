@@ -49,6 +49,9 @@ struct Args {
     /// fine sweep (64 to 65536), rows so that each tensor holds at least 32 MiB.
     #[arg(long)]
     sweep: bool,
+    /// With `--sweep`: only its hidden sizes of at least this many columns.
+    #[arg(long, default_value_t = 0)]
+    sweep_from: usize,
 }
 
 const EPS: f32 = 1e-5;
@@ -106,7 +109,7 @@ fn main() -> Result<()> {
     for dtype in args.dtypes.split(',') {
         let dtype: DType = dtype.parse()?;
         if args.sweep {
-            for cols in sweep_hidden() {
+            for cols in sweep_hidden().into_iter().filter(|&c| c >= args.sweep_from) {
                 let rows = sweep_rows(cols, dtype.size_in_bytes());
                 bench_ops(&dev, &inputs(&dev, dtype, rows, cols)?, args.reps, &mut out)?;
                 eprintln!("sweep {} {rows}x{cols} done", dtype.as_str());
