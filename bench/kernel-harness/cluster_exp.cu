@@ -6,7 +6,7 @@
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -I<candle-kernels/src> cluster_exp.cu
 //   ./cluster_exp [--dtypes f32,bf16,f16] [--cols 16384,20000,..] [--test-cols 20000,..]
 //                 [--no-test] [--no-bench]
-#include "layer_norm_bwd.cuh"
+#include "ln_cluster.cuh"
 
 #include <algorithm>
 #include <cmath>

@@ -106,11 +106,6 @@ template <typename T> struct KT;
     /* The split backward's `words` instances (16-bit dtypes, layer_norm.cu), or NULL. */         \
     static SplitStats split_stats_words() { return KSW_##S(stats); }                               \
     static SplitDx split_dx_words() { return KSW_##S(dx); }                                        \
-    /* The cluster backward of clusters of cl blocks (sm_90, layer_norm.cu), or NULL. */         \
-    static Bwd cluster(int cl, bool words) {                                                       \
-      switch (cl) { LAYER_NORM_BWD_CLUSTER_SIZES(KC_##S) }                                         \
-      return nullptr;                                                                              \
-    }                                                                                              \
   };
 #define KF_f32(tag, l, v, sm, pf, minb) layernorm_fwd_##tag##_f32,
 #define KB_f32(tag, l, v, sm, pf, minb) layernorm_bwd_##tag##_f32,
@@ -128,18 +123,6 @@ template <typename T> struct KT;
 #define KW_f64(tag, l, v, sm, pf, minb)
 #define KW_f16(tag, l, v, sm, pf, minb) {#tag, layernorm_bwd_##tag##_words_f16},
 #define KW_bf16(tag, l, v, sm, pf, minb) {#tag, layernorm_bwd_##tag##_words_bf16},
-#define KC_f32(cl)                                                                                 \
-  case cl:                                                                                         \
-    return words ? nullptr : layernorm_bwd_cluster##cl##_f32;
-#define KC_f64(cl)                                                                                 \
-  case cl:                                                                                         \
-    return words ? nullptr : layernorm_bwd_cluster##cl##_f64;
-#define KC_f16(cl)                                                                                 \
-  case cl:                                                                                         \
-    return words ? layernorm_bwd_cluster##cl##_words_f16 : layernorm_bwd_cluster##cl##_f16;
-#define KC_bf16(cl)                                                                                \
-  case cl:                                                                                         \
-    return words ? layernorm_bwd_cluster##cl##_words_bf16 : layernorm_bwd_cluster##cl##_bf16;
 #define KSW_f32(k) nullptr
 #define KSW_f64(k) nullptr
 #define KSW_f16(k) layernorm_bwd_split_##k##_words_f16
@@ -213,23 +196,6 @@ template <typename T> static int pick_tier(int64_t ncols, bool bwd) {
 // The split backward (layer_norm_bwd.cuh): its two tiers, as layer_norm_cuda.rs (SplitTiers).
 static const Tier SPLIT_STATS[] = {LAYER_NORM_BWD_SPLIT_STATS_TIER(TIER_ROW)};
 static const Tier SPLIT_DX[] = {LAYER_NORM_BWD_SPLIT_DX_TIER(TIER_ROW)};
-// The cluster backward (sm_90 and later), as layer_norm_cuda.rs (ClusterTier): the smallest
-// cluster of the registry's sizes whose blocks of the cluster tier hold the row, 0 past them.
-static const Tier CLUSTER[] = {LAYER_NORM_BWD_CLUSTER_TIER(TIER_ROW)};
-#define CLUSTER_SIZE(cl) cl,
-static const int CLUSTER_SIZES[] = {LAYER_NORM_BWD_CLUSTER_SIZES(CLUSTER_SIZE)};
-static bool g_clusters = false; // compute capability >= 9.0
-template <typename T> static int cluster_size(int64_t ncols) {
-  const int64_t per_block = (int64_t)CLUSTER[0].lanes * CLUSTER[0].vecs * (16 / (int64_t)sizeof(T));
-  if (g_clusters)
-    for (int cl : CLUSTER_SIZES)
-      if (cl * per_block >= ncols)
-        return cl;
-  return 0;
-}
-template <typename T> static size_t cluster_smem_bytes() {
-  return CLUSTER[0].smem ? 2 * (size_t)CLUSTER[0].lanes * CLUSTER[0].vecs * (16 / sizeof(T)) * sizeof(typename KT<T>::ACC) : 0;
-}
 template <typename T> static int64_t split_segs(int64_t ncols) {
   const int64_t nvec = (ncols + 16 / (int64_t)sizeof(T) - 1) / (16 / (int64_t)sizeof(T));
   const int64_t w = (int64_t)SPLIT_STATS[0].lanes * SPLIT_STATS[0].vecs;
@@ -283,10 +249,6 @@ template <typename T> struct Problem {
   int off;
   // Added to off for dy's buffer (set before init): rows of x and dy at different offsets.
   int dy_off = 0;
-  // Past the tiers: the split backward even where a cluster holds the row (set before init).
-  // cluster: the cluster size taken there (0: the split backward); the grid counts clusters.
-  bool force_split = false;
-  int cluster = 0;
   // Added to x[i, j] (set before init): ramp * (2 j / ncols - 1), rows whose column blocks have
   // different means (the term of the split backward's merge between its segments).
   double ramp = 0;
@@ -363,20 +325,7 @@ template <typename T> struct Problem {
     // shared memory too (as layer_norm_cuda.rs, LaunchPlan::prepare).
     if (bwd_smem > 0)
       CK(cudaFuncSetAttribute(bwd_fn(), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bwd_smem));
-    cluster = bwd_tier == N_ALL_BWD && !force_split && !getenv("LN_NO_CLUSTER") ? cluster_size<T>(c) : 0;
-    if (cluster) {
-      // As many clusters as are resident (layer_norm_cuda.rs, bwd_cluster).
-      const size_t smem = cluster_smem_bytes<T>();
-      if (smem)
-        CK(cudaFuncSetAttribute(cluster_fn(), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(cluster);
-      cfg.blockDim = dim3(CLUSTER[0].lanes);
-      cfg.dynamicSmemBytes = smem;
-      int resident = 0;
-      CK(cudaOccupancyMaxActiveClusters(&resident, cluster_fn(), &cfg));
-      bwd_grid = (int)std::max<int64_t>(1, std::min<int64_t>({(int64_t)resident, r, 65535}));
-    } else if (bwd_tier == N_ALL_BWD) {
+    if (bwd_tier == N_ALL_BWD) {
       // Split: the grid is the dx kernel's parts (gridDim.y), as many blocks as are resident
       // over the column blocks (layer_norm_cuda.rs, bwd_split).
       const int64_t ncb = split_col_blocks<T>(c), tile = SPLIT_DX[0].lanes / 32;
@@ -409,7 +358,6 @@ template <typename T> struct Problem {
   typename KT<T>::Bwd bwd_fn() const {
     return words ? KT<T>::bwd_words(ALL_BWD[bwd_tier].tag) : KT<T>::bwd(bwd_tier);
   }
-  typename KT<T>::Bwd cluster_fn() const { return KT<T>::cluster(cluster, words); }
   typename KT<T>::SplitStats split_stats_fn() const {
     return words ? KT<T>::split_stats_words() : KT<T>::split_stats();
   }
@@ -417,11 +365,7 @@ template <typename T> struct Problem {
   int fwd_threads() const { return tier_threads(ALL_FWD, fwd_tier, N_ALL_FWD); }
   int bwd_threads() const { return tier_threads(ALL_BWD, bwd_tier, N_ALL_BWD); }
   const char *fwd_name() const { return tier_name(ALL_FWD, fwd_tier, N_ALL_FWD); }
-  std::string bwd_label;
-  const char *bwd_name() {
-    bwd_label = cluster ? "cluster" + std::to_string(cluster) : tier_name(ALL_BWD, bwd_tier, N_ALL_BWD);
-    return bwd_label.c_str();
-  }
+  const char *bwd_name() const { return tier_name(ALL_BWD, bwd_tier, N_ALL_BWD); }
   void fwd(int grid = 0) {
     if (!grid)
       grid = fwd_grid;
@@ -432,13 +376,6 @@ template <typename T> struct Problem {
   void bwd_main(int grid = 0, bool want_dw = true, bool want_db = true) {
     if (!grid)
       grid = bwd_grid;
-    if (cluster) {
-      cluster_fn()<<<grid * cluster, CLUSTER[0].lanes, cluster_smem_bytes<T>()>>>(
-          dx_.p, ddy.p, has_w ? dw_.p : nullptr, ddx.p, want_dw ? dwp.p : nullptr, want_db ? dbp.p : nullptr,
-          nrows, ncols, eps);
-      CK(cudaGetLastError());
-      return;
-    }
     if (bwd_tier == N_ALL_BWD) {
       if (nrows == 0)
         return;
@@ -650,35 +587,27 @@ template <typename T> static void test_dtype() {
   {
     const int64_t V = 16 / sizeof(T);
     const int64_t seg = (int64_t)SPLIT_STATS[0].lanes * SPLIT_STATS[0].vecs * V;
-    // The cluster backward where it holds the row (sm_90), and the split backward forced.
-    const int64_t cseg = (int64_t)CLUSTER[0].lanes * CLUSTER[0].vecs * V;
-    for (int split = 0; split < 2; ++split)
-      for (int64_t c : {(int64_t)1, (int64_t)3, V / 2 * 33, seg - 1, seg, seg + V, 3 * seg + V / 2, 5 * seg - 7,
-                        cseg + 1, 4 * cseg - V - 1, 8 * cseg - 1})
-        for (int off = 0; off < 2; ++off) {
-          if (c < 1 || (!split && !cluster_size<T>(c)))
-            continue;
-          const int64_t r = std::max<int64_t>(2, std::min<int64_t>(300, 600000 / c));
-          Problem<T> P;
-          P.force_split = split;
-          P.init(r, c, true, off == 0, off, 0.5, 1.0, false, -1, N_ALL_BWD);
-          const std::string lab = split ? "split" : "cluster";
-          check(P, lab.c_str());
-          check(P, (lab + "-grid3").c_str(), 3, 3);
-          check(P, (lab + "-grid64").c_str(), 64, 64);
-        }
+    for (int64_t c : {(int64_t)1, (int64_t)3, V / 2 * 33, seg - 1, seg, seg + V, 3 * seg + V / 2, 5 * seg - 7})
+      for (int off = 0; off < 2; ++off) {
+        if (c < 1)
+          continue;
+        const int64_t r = std::max<int64_t>(2, std::min<int64_t>(300, 600000 / c));
+        Problem<T> P;
+        P.init(r, c, true, off == 0, off, 0.5, 1.0, false, -1, N_ALL_BWD);
+        check(P, "split");
+        check(P, "split-grid3", 3, 3);
+        check(P, "split-grid64", 64, 64);
+      }
   }
   // Rows whose two halves have different means, past the tiers and forced to the split backward
   // at a width a tier would take: the merge of the segments' sums (M2 about each segment's own
   // mean) must add the between-segment term.
-  for (int64_t c : {(int64_t)65536, (int64_t)20000, (int64_t)4097})
-    for (int split = 0; split < 2; ++split) {
-      Problem<T> P;
-      P.ramp = 2.0;
-      P.force_split = split;
-      P.init(40, c, true, true, 0, 0.0, 1.0, false, -1, N_ALL_BWD);
-      check(P, split ? "ramp-split" : "ramp");
-    }
+  for (int64_t c : {(int64_t)65536, (int64_t)20000, (int64_t)4097}) {
+    Problem<T> P;
+    P.ramp = 2.0;
+    P.init(40, c, true, true, 0, 0.0, 1.0, false, -1, N_ALL_BWD);
+    check(P, "ramp");
+  }
   // The forward's streaming kernel forced at widths a tier would take: odd
   // widths, whose rows start at every offset in a 16-byte word (the aligned
   // pieces of load_words / store_words), misaligned pointers, small grids.
@@ -851,8 +780,6 @@ template <typename T> static void print_attrs() {
     show("bwd", tier_name(ALL_BWD, i, N_ALL_BWD), (const void *)KT<T>::bwd(i), tier_threads(ALL_BWD, i, N_ALL_BWD));
   show("bwd", "split-st", (const void *)KT<T>::split_stats(), SPLIT_STATS[0].lanes);
   show("bwd", "split-dx", (const void *)KT<T>::split_dx(), SPLIT_DX[0].lanes);
-  for (int cl : CLUSTER_SIZES)
-    show("bwd", ("cluster" + std::to_string(cl)).c_str(), (const void *)KT<T>::cluster(cl, false), CLUSTER[0].lanes);
   show("red", "reduce", (const void *)KT<T>::red(), 1024);
 }
 
@@ -899,7 +826,6 @@ int main(int argc, char **argv) {
   CK(cudaGetDeviceProperties(&prop, 0));
   g_sms = prop.multiProcessorCount;
   g_max_smem_optin = (int)prop.sharedMemPerBlockOptin;
-  g_clusters = prop.major >= 9;
   printf("device %s, %d SMs, %d B opt-in shared memory per block\n", prop.name, g_sms, g_max_smem_optin);
   print_attrs<float>();
   print_attrs<__nv_bfloat16>();

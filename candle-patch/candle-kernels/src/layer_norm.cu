@@ -203,42 +203,6 @@
                                          eps);                                                     \
   }
 
-// The cluster backward (sm_90 and later only: no other architecture compiles it, the host
-// checks the compute capability), for each of the registry's cluster sizes CL:
-//   <op>_bwd_cluster<CL>_<dtype>(x, dy, w, dx, dw_part, db_part, nrows, ncols, eps)
-//     blockDim.x = the tier's LANES, gridDim.x = CL * clusters, dw_part / db_part [clusters,
-//     ncols]
-// and, for f16 and bf16, <op>_bwd_cluster<CL>_words_<dtype> for rows that fit no 8-byte vector.
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-#define LN_SM90(...) __VA_ARGS__
-#else
-#define LN_SM90(...)
-#endif
-#define LN_TIER_SMEM(TAG, L, VV, SM, PF, MINB) SM
-#define LN_TIER_PF(TAG, L, VV, SM, PF, MINB) PF
-#define LN_TIER_MINB(TAG, L, VV, SM, PF, MINB) MINB
-#define LN_CLUSTER_L LAYER_NORM_BWD_CLUSTER_TIER(LN_TIER_LANES)
-#define LN_CLUSTER_V LAYER_NORM_BWD_CLUSTER_TIER(LN_TIER_VECS)
-#define LN_CLUSTER_KERNEL(T, ACC, S, OP, RMS, W, WORDS, CL)                                        \
-  extern "C" __global__ void __cluster_dims__(CL, 1, 1)                                            \
-      __launch_bounds__(LN_CLUSTER_L, LAYER_NORM_BWD_CLUSTER_TIER(LN_TIER_MINB))                   \
-      OP##_bwd_cluster##CL##_##W##S(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part,      \
-                                    ACC *db_part, const int64_t nrows, const int64_t ncols,        \
-                                    const float eps) {                                             \
-    layer_norm::bwd_cluster<T, CL, LN_CLUSTER_L, LN_CLUSTER_V,                                     \
-                            LAYER_NORM_BWD_CLUSTER_TIER(LN_TIER_SMEM) != 0,                        \
-                            LAYER_NORM_BWD_CLUSTER_TIER(LN_TIER_PF) != 0, RMS, WORDS>(             \
-        x, dy, w, dx, dw_part, db_part, nrows, ncols, eps);                                        \
-  }
-#define LN_CLUSTER_LN(CL) LN_EXPAND(LN_CLUSTER_KERNEL, LN_T, LN_ACC, LN_S, layernorm, false, , false, CL)
-#define LN_CLUSTER_LN_WORDS(CL)                                                                    \
-  LN_WORDS(LN_EXPAND(LN_CLUSTER_KERNEL, LN_T, LN_ACC, LN_S, layernorm, false, words_, true, CL))
-#define LN_CLUSTER_RN(CL) LN_EXPAND(LN_CLUSTER_KERNEL, LN_T, LN_ACC, LN_S, rmsnorm, true, , false, CL)
-#define LN_CLUSTER_RN_WORDS(CL)                                                                    \
-  LN_WORDS(LN_EXPAND(LN_CLUSTER_KERNEL, LN_T, LN_ACC, LN_S, rmsnorm, true, words_, true, CL))
-#define LN_CLUSTER_KERNELS                                                                         \
-  LN_SM90(LAYER_NORM_BWD_CLUSTER_SIZES(LN_CLUSTER_LN) LAYER_NORM_BWD_CLUSTER_SIZES(LN_CLUSTER_LN_WORDS) \
-              LAYER_NORM_BWD_CLUSTER_SIZES(LN_CLUSTER_RN) LAYER_NORM_BWD_CLUSTER_SIZES(LN_CLUSTER_RN_WORDS))
 #ifdef LAYER_NORM_SWEEP
 #define LN_SWEEP_TIERS                                                                             \
   LAYER_NORM_FWD_SWEEP_TIERS(LN_FWD_ROW)                                                           \
@@ -286,7 +250,6 @@
   LAYER_NORM_BWD_TIERS(RN_BWD_WORDS_ROW, RN_BWD_WORDS_ROW, LN_DROP)                                \
   LAYER_NORM_FWD_TIERS(SM_FWD_ROW)                                                                 \
   LAYER_NORM_BWD_TIERS(SM_BWD_ROW, SM_BWD_ROW16, SM_BWD_ROW32)                                     \
-  LN_CLUSTER_KERNELS                                                                               \
   LN_SWEEP_TIERS
 
 #ifdef LN_HAS_BF16

@@ -89,14 +89,6 @@
 #define LAYER_NORM_BWD_SPLIT_DX_TIER(X)                                                            \
   X(l256v2, 256, 2, 0, 0, 1)
 
-// The backward of rows past LAYER_NORM_BWD_TIERS on sm_90 and later (layer_norm_bwd.cuh,
-// bwd_cluster): a cluster of blocks of this tier holds a row, the smallest of the
-// LAYER_NORM_BWD_CLUSTER_SIZES that covers it (longer rows take the split backward).
-#define LAYER_NORM_BWD_CLUSTER_TIER(X)                                                             \
-  X(l512v2p, 512, 2, 0, 1, 1)
-
-#define LAYER_NORM_BWD_CLUSTER_SIZES(X) X(2) X(4) X(8)
-
 #define LAYER_NORM_FWD_SWEEP_TIERS(X)                                                              \
   X(l32v8, 32, 8, 0, 0, 1)                                                                         \
   X(l64v1, 64, 1, 0, 0, 1)                                                                         \

@@ -108,62 +108,6 @@ impl SplitTiers {
     }
 }
 
-/// The backward for rows past the widest backward tier on devices of compute capability 9.0 and
-/// later (`layer_norm_bwd.cuh`, `bwd_cluster`): a thread-block cluster of blocks of one tier holds
-/// a row, the smallest of the registry's cluster sizes that covers it. Rows longer than the
-/// largest cluster holds, and older devices, take the split backward ([`SplitTiers`]).
-struct ClusterTier {
-    tier: Tier,
-    sizes: Vec<usize>,
-}
-
-impl ClusterTier {
-    fn get() -> &'static Self {
-        static CLUSTER: OnceLock<ClusterTier> = OnceLock::new();
-        CLUSTER.get_or_init(|| {
-            let registry = kernels::LAYER_NORM_TIERS;
-            let list = "LAYER_NORM_BWD_CLUSTER_TIER";
-            let tier = match parse_tiers(registry, list, DType::F32).as_deref() {
-                Ok([tier]) => tier.clone(),
-                Ok(tiers) => panic!("candle-kernels layer_norm_tiers.cuh: {list}: {tiers:?}"),
-                Err(e) => panic!("candle-kernels layer_norm_tiers.cuh: {e}"),
-            };
-            let sizes = parse_sizes(registry, "LAYER_NORM_BWD_CLUSTER_SIZES")
-                .unwrap_or_else(|e| panic!("candle-kernels layer_norm_tiers.cuh: {e}"));
-            Self { tier, sizes }
-        })
-    }
-
-    /// The cluster size for rows of `n_cols`, `None` past the largest.
-    fn size(&self, n_cols: usize, dtype: DType) -> Option<usize> {
-        let per_block = self.tier.lanes * self.tier.vecs * (16 / dtype.size_in_bytes());
-        self.sizes
-            .iter()
-            .copied()
-            .find(|cl| cl * per_block >= n_cols)
-    }
-
-    /// The kernel name for clusters of `cl` blocks; `op` is [`Norm::prefix`]. Rows of 2-byte
-    /// elements that fit no 8-byte vector take the `words` instances, as in [`SplitTiers::names`].
-    fn name(op: &str, dtype: DType, n_cols: usize, cl: usize) -> String {
-        let words = if unaligned_16bit(n_cols, dtype) {
-            "words_"
-        } else {
-            ""
-        };
-        format!("{op}_bwd_cluster{cl}_{words}{}", dtype.as_str())
-    }
-
-    /// Dynamic shared memory of a block: the parameter partials of its columns when the tier
-    /// keeps them there.
-    fn smem_bytes(&self, dtype: DType, acc_bytes: usize) -> usize {
-        match self.tier.smem {
-            true => 2 * self.tier.lanes * self.tier.vecs * (16 / dtype.size_in_bytes()) * acc_bytes,
-            false => 0,
-        }
-    }
-}
-
 /// One row of the registry: `lanes` threads share a row, each holding `vecs` 16-byte vectors of
 /// it; `smem`: the backward keeps its parameter partials in dynamic shared memory (registry
 /// value 1, tag `s`; 2, tag `sq`: the layer norm takes the block's rows two at a time, which
@@ -274,28 +218,6 @@ fn parse_define(registry: &str, name: &str) -> std::result::Result<usize, String
         .trim()
         .parse()
         .map_err(|e| format!("{name}: {e}"))
-}
-
-/// The values `n` of `#define {name}(X) X(n) X(n) ...` in `registry`, increasing.
-fn parse_sizes(registry: &str, name: &str) -> std::result::Result<Vec<usize>, String> {
-    let define = format!("#define {name}(X) ");
-    let list = registry
-        .lines()
-        .find_map(|line| line.strip_prefix(&define))
-        .ok_or_else(|| format!("no `{define}X(n) ...`"))?;
-    let sizes = list
-        .split_whitespace()
-        .map(|x| {
-            x.strip_prefix("X(")
-                .and_then(|x| x.strip_suffix(')'))
-                .and_then(|n| n.parse().ok())
-                .ok_or_else(|| format!("{name}: bad entry `{x}`"))
-        })
-        .collect::<std::result::Result<Vec<usize>, String>>()?;
-    match sizes.is_empty() || sizes.windows(2).any(|w| w[0] >= w[1]) {
-        true => Err(format!("{name}: expected increasing sizes, got {sizes:?}")),
-        false => Ok(sizes),
-    }
 }
 
 /// The most partial rows for which the parameter reduce takes a column per thread
@@ -674,22 +596,6 @@ where
         }
     }
     if matches!(plan.kernel, Kernel::Big) {
-        let outs = (&mut dxs, dalpha.as_mut(), dbeta.as_mut());
-        if let Some(cl) = cluster_size(dev, n_cols, T::DTYPE)? {
-            bwd_cluster::<T, A>(
-                dev,
-                norm,
-                &xs,
-                &grad,
-                alpha.as_ref(),
-                eps,
-                outs,
-                cl,
-                n_rows,
-                n_cols,
-            )?;
-            return Ok(outputs(dev, dxs, dalpha, dbeta));
-        }
         bwd_split::<T, A>(
             dev,
             norm,
@@ -697,7 +603,7 @@ where
             &grad,
             alpha.as_ref(),
             eps,
-            outs,
+            (&mut dxs, dalpha.as_mut(), dbeta.as_mut()),
             n_rows,
             n_cols,
         )?;
@@ -776,100 +682,6 @@ fn alloc_parts<A: DeviceRepr>(
         true => Some(unsafe { dev.alloc::<A>(n)? }),
         false => None,
     })
-}
-
-/// The cluster size of the backward of rows of `n_cols` past the widest tier on `dev`: `None` on
-/// devices without thread-block clusters (compute capability below 9.0, whose code lacks the
-/// cluster kernels) and for rows longer than the largest cluster holds.
-fn cluster_size(dev: &CudaDevice, n_cols: usize, dtype: DType) -> Result<Option<usize>> {
-    let major = attribute(
-        dev,
-        sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-    )?;
-    Ok(match major >= 9 {
-        true => ClusterTier::get().size(n_cols, dtype),
-        false => None,
-    })
-}
-
-/// The backward for rows past the widest tier on a cluster of `cl` blocks a row
-/// ([`ClusterTier`]), then [`reduce_parts`]: as many clusters as can be resident, each writing a
-/// partial row.
-#[allow(clippy::too_many_arguments)]
-fn bwd_cluster<T, A>(
-    dev: &CudaDevice,
-    norm: Norm,
-    xs: &CudaView<T>,
-    grad: &CudaView<T>,
-    alpha: Option<&CudaView<T>>,
-    eps: f32,
-    (dxs, dalpha, dbeta): BwdOutputs<T>,
-    cl: usize,
-    n_rows: usize,
-    n_cols: usize,
-) -> Result<()>
-where
-    T: CudaDType + WithDType + DeviceRepr + ValidAsZeroBits,
-    A: DeviceRepr + ValidAsZeroBits,
-{
-    let cluster = ClusterTier::get();
-    let func = dev.get_or_load_func(
-        &ClusterTier::name(norm.prefix(), T::DTYPE, n_cols, cl),
-        &kernels::LAYER_NORM,
-    )?;
-    let smem_bytes = cluster.smem_bytes(T::DTYPE, std::mem::size_of::<A>());
-    if smem_bytes > 0 {
-        func.set_attribute(
-            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            smem_bytes as i32,
-        )
-        .w()?;
-    }
-    let config = |n_clusters: usize| LaunchConfig {
-        grid_dim: ((n_clusters * cl) as u32, 1, 1),
-        block_dim: (cluster.tier.lanes as u32, 1, 1),
-        shared_mem_bytes: smem_bytes as u32,
-    };
-    // As many clusters as are resident: the partials depend on this grid, which only depends on
-    // the kernel, the device and the shape.
-    let resident = func
-        .occupancy_max_active_clusters(config(1), &dev.cuda_stream())
-        .w()?
-        .max(1) as usize;
-    let n_parts = resident.min(n_rows).min(u16::MAX as usize);
-    let [dalpha_part, dbeta_part] = [dalpha.is_some(), dbeta.is_some()]
-        .map(|want| alloc_parts::<A>(dev, want, n_parts * n_cols));
-    let (dalpha_part, dbeta_part) = (dalpha_part?, dbeta_part?);
-    let null = 0u64;
-    {
-        let mut builder = func.builder();
-        builder.arg(xs);
-        builder.arg(grad);
-        match alpha {
-            Some(alpha) => builder.arg(alpha),
-            None => builder.arg(&null),
-        };
-        builder.arg(dxs);
-        match &dalpha_part {
-            Some(p) => builder.arg(p),
-            None => builder.arg(&null),
-        };
-        match &dbeta_part {
-            Some(p) => builder.arg(p),
-            None => builder.arg(&null),
-        };
-        candle::builder_arg!(builder, n_rows as i64, n_cols as i64, eps);
-        // SAFETY: ffi.
-        unsafe { builder.launch(config(n_parts)) }.w()?;
-    }
-    reduce_parts::<T, A>(
-        dev,
-        (dalpha, dbeta),
-        dalpha_part.as_ref(),
-        dbeta_part.as_ref(),
-        n_parts,
-        n_cols,
-    )
 }
 
 /// The backward for rows past the widest tier: per (row, segment) statistics, then `dx` and the
@@ -1122,20 +934,6 @@ mod tests {
             .collect()
     }
 
-    /// The compute capability the PTX is compiled for (`.target sm_XY`), as XY.
-    fn ptx_target() -> usize {
-        kernels::LAYER_NORM
-            .ptx()
-            .lines()
-            .find_map(|l| l.trim().strip_prefix(".target sm_"))
-            .and_then(|t| {
-                t.trim_end_matches(|c: char| !c.is_ascii_digit())
-                    .parse()
-                    .ok()
-            })
-            .expect("the PTX names its target")
-    }
-
     /// Every kernel name the host can ask for, for rows of 1 to 70000 columns, with and without
     /// room for the shared memory tiers.
     fn host_kernels() -> Vec<String> {
@@ -1157,10 +955,7 @@ mod tests {
                         };
                         match (plan.kernel, dir) {
                             (Kernel::Big, Direction::Bwd) if op != SOFTMAX => {
-                                names.extend(SplitTiers::names(op, dtype, n_cols));
-                                if let Some(cl) = ClusterTier::get().size(n_cols, dtype) {
-                                    names.push(ClusterTier::name(op, dtype, n_cols, cl));
-                                }
+                                names.extend(SplitTiers::names(op, dtype, n_cols))
                             }
                             _ => names.push(plan.kernel.name(op, dir, dtype)),
                         }
@@ -1271,19 +1066,6 @@ mod tests {
             assert!(tier.lanes >= 32 && tier.lanes % 32 == 0, "{tier:?}");
         }
         assert!(reduce_column_parts() > 0);
-        // The cluster backward reduces over whole warps too, and its largest cluster is portable
-        // (at most 8 blocks), so that a launch never needs the non-portable attribute.
-        let cluster = ClusterTier::get();
-        assert!(cluster.tier.lanes > 32 && cluster.tier.lanes % 32 == 0);
-        assert!(cluster.sizes[0] >= 2 && *cluster.sizes.last().unwrap() <= 8);
-        assert_eq!(parse_sizes("#define S(X) X(2) X(4)\n", "S"), Ok(vec![2, 4]));
-        for bad in [
-            "#define S(X) X(4) X(2)\n",
-            "#define S(X) X(2) Y(4)\n",
-            "#define S(X)\n",
-        ] {
-            assert!(parse_sizes(bad, "S").is_err(), "{bad}");
-        }
         assert_eq!(parse_define("#define A 1\n#define AB 12\n", "AB"), Ok(12));
         assert!(parse_define("#define AB x\n", "AB").is_err());
         assert!(parse_define("#define ABC 3\n", "AB").is_err());
@@ -1363,11 +1145,7 @@ mod tests {
     #[test]
     fn host_kernels_are_the_module_kernels() {
         let defined = ptx_kernels();
-        let mut wanted = host_kernels();
-        // Code for compute capabilities below 9.0 has no cluster kernels (nor asks for them).
-        if ptx_target() < 90 {
-            wanted.retain(|n| !n.contains("_bwd_cluster"));
-        }
+        let wanted = host_kernels();
         let missing: Vec<_> = wanted.iter().filter(|n| !defined.contains(n)).collect();
         assert!(
             missing.is_empty(),

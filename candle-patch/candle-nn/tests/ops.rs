@@ -353,7 +353,7 @@ fn ln_dtypes(dev: &Device) -> Vec<DType> {
         .collect()
 }
 // 66 (f32) and 2500 (16-bit) rows are not a multiple of a 16-byte vector but start 8-byte aligned;
-// 40001 is an odd width past the backward's tiers (the cuda backward's cluster or split kernels).
+// 40001 is an odd width past the backward's tiers (the cuda backward's split kernels).
 const LN_HIDDEN: [usize; 11] = [1, 3, 17, 64, 66, 1000, 1024, 2500, 4097, 40001, 65536];
 // (weight present, bias present)
 const LN_AFFINE: [(bool, bool); 4] = [(true, true), (true, false), (false, true), (false, false)];
@@ -943,7 +943,7 @@ fn layer_norm_deterministic(dev: &Device) -> Result<()> {
     let bits =
         |t: &Tensor| -> Result<Vec<u64>> { Ok(ln_host(t)?.iter().map(|v| v.to_bits()).collect()) };
     let mut rng = StdRng::seed_from_u64(47);
-    // A resident tier, and rows past the widest one (the cluster or split backward).
+    // A resident tier, and rows past the widest one (the split backward).
     for (rows, n) in [(1031, 1024), (40, 40000)] {
         let x = ln_rows(&mut rng, rows, n);
         let (w, b) = ln_wb(&mut rng, n);
