@@ -7,6 +7,7 @@
 //   ./cluster_exp [--dtypes f32,bf16,f16] [--cols 16384,20000,..] [--test-cols 20000,..]
 //                 [--no-test] [--no-bench]
 #include "ln_cluster.cuh"
+#include "harness_common.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -17,14 +18,6 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                                      \
-  do {                                                                                             \
-    cudaError_t e_ = (x);                                                                          \
-    if (e_ != cudaSuccess) {                                                                       \
-      printf("CUDA error %s at %s:%d (%s)\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x);     \
-      exit(2);                                                                                     \
-    }                                                                                              \
-  } while (0)
 
 using layer_norm::acc_type;
 template <typename T> using Acc = typename acc_type<T>::type;
@@ -62,52 +55,11 @@ __global__ void __launch_bounds__(1024)
 }
 
 static int g_sms = 0, g_fail = 0, g_pass = 0;
-static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static double urand() { // [-1, 1)
-  g_rng ^= g_rng << 13;
-  g_rng ^= g_rng >> 7;
-  g_rng ^= g_rng << 17;
-  return (double)(g_rng >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
-static double to_d(float v) { return v; }
-static double to_d(__half v) { return (double)__half2float(v); }
-static double to_d(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
-template <typename T> static T from_d(double v);
-template <> float from_d<float>(double v) { return (float)v; }
-template <> __half from_d<__half>(double v) { return __float2half((float)v); }
-template <> __nv_bfloat16 from_d<__nv_bfloat16>(double v) { return __float2bfloat16((float)v); }
 template <typename T> static const char *dname();
 template <> const char *dname<float>() { return "f32"; }
 template <> const char *dname<__half>() { return "f16"; }
 template <> const char *dname<__nv_bfloat16>() { return "bf16"; }
-// The kernel harness's tolerances (ln_harness.cu, tol), on |err| / (1 + |ref|).
-template <typename T> static double tol() { return 1e-4; }
-template <> double tol<__half>() { return 3e-3; }
-template <> double tol<__nv_bfloat16>() { return 2e-2; }
 
-template <typename F> static double time_us(F fn) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 5; ++i)
-    fn();
-  std::vector<float> ts;
-  const int iters = 20;
-  for (int rep = 0; rep < 7; ++rep) {
-    CK(cudaEventRecord(a));
-    for (int i = 0; i < iters; ++i)
-      fn();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    ts.push_back(ms * 1e3f / iters);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(ts.begin(), ts.end());
-  return (double)ts[ts.size() / 2];
-}
 
 template <typename T> struct Prob {
   int64_t R, C;
@@ -280,11 +232,6 @@ template <typename T> static std::vector<Method<T>> methods(const Prob<T> &P) {
   return out;
 }
 
-template <typename T> static std::vector<T> fetch(const T *d, size_t n) {
-  std::vector<T> h(n);
-  CK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return h;
-}
 
 // Every method's dx, dw, db against the double reference; the cluster methods also run twice
 // (bit-for-bit the same).
@@ -314,6 +261,7 @@ template <typename T> static void test(int64_t R, int64_t C, int off) {
       rdx[i * C + j] = rstd * (g - mg - xh * mgx);
     }
   }
+  // The harness's tolerances (harness_common.cuh), here on |err| / (1 + |ref|).
   auto err = [](const std::vector<T> &got, const std::vector<double> &ref) {
     double e = 0;
     for (size_t i = 0; i < ref.size(); ++i)

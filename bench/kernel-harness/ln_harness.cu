@@ -11,6 +11,7 @@
 // candidates, which only this harness compiles.
 #define LAYER_NORM_SWEEP
 #include "layer_norm.cu"
+#include "harness_common.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -20,14 +21,6 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                                      \
-  do {                                                                                             \
-    cudaError_t e_ = (x);                                                                          \
-    if (e_ != cudaSuccess) {                                                                       \
-      printf("CUDA error %s at %s:%d (%s)\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x);     \
-      exit(2);                                                                                     \
-    }                                                                                              \
-  } while (0)
 
 // Every instantiated kernel: the shipped tiers, then the sweep candidates, in
 // registry order (the kernel tables below expand the same lists). smem:
@@ -132,31 +125,10 @@ KTABLE(double, double, f64)
 KTABLE(__half, float, f16)
 KTABLE(__nv_bfloat16, float, bf16)
 
-static double to_d(float v) { return v; }
-static double to_d(double v) { return v; }
-static double to_d(__half v) { return (double)__half2float(v); }
-static double to_d(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
-template <typename T> static T from_d(double v);
-template <> float from_d<float>(double v) { return (float)v; }
-template <> double from_d<double>(double v) { return v; }
-template <> __half from_d<__half>(double v) { return __float2half((float)v); }
-template <> __nv_bfloat16 from_d<__nv_bfloat16>(double v) { return __float2bfloat16((float)v); }
-
-template <typename T> static double tol() { return 1e-4; }
-template <> double tol<double>() { return 1e-10; }
-template <> double tol<__half>() { return 3e-3; }
-template <> double tol<__nv_bfloat16>() { return 2e-2; }
 
 static int g_sms = 0;
 static int g_fail = 0, g_pass = 0;
 
-static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static double urand() { // [-1, 1)
-  g_rng ^= g_rng << 13;
-  g_rng ^= g_rng >> 7;
-  g_rng ^= g_rng << 17;
-  return (double)(g_rng >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
 
 // Launch rules, exactly as candle-nn/src/layer_norm_cuda.rs (LaunchPlan): first table tier with
 // lanes * vecs >= nvec (the backward skips the shared memory tiers when their
@@ -425,12 +397,6 @@ static void report(bool ok, const std::string &what) {
   }
 }
 
-template <typename T> static std::vector<T> fetch(const T *p, size_t n) {
-  std::vector<T> h(n);
-  if (n)
-    CK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return h;
-}
 
 // Normalised error: max |a - r| / max(1, max |r|); NaN counts as failure.
 struct Err {
@@ -659,31 +625,6 @@ template <typename T> static void test_large_mean() {
   }
 }
 
-// Median over 7 batches of the mean time of 20 back-to-back launches (the
-// way the candle benchmark times ops: launch gaps hidden, as in a model).
-template <typename F> static double time_us(F fn) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 5; ++i)
-    fn();
-  std::vector<float> ts;
-  const int iters = 20;
-  for (int rep = 0; rep < 7; ++rep) {
-    CK(cudaEventRecord(a));
-    for (int i = 0; i < iters; ++i)
-      fn();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    ts.push_back(ms * 1e3f / iters);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(ts.begin(), ts.end());
-  return (double)ts[ts.size() / 2];
-}
 
 // Table choice (exactly what layer_norm_cuda.rs launches), or with sweep every kernel that
 // fits the row within a factor 8 of its capacity, each with the layer_norm_cuda.rs launch
