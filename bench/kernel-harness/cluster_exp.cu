@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-
 using layer_norm::acc_type;
 template <typename T> using Acc = typename acc_type<T>::type;
 
@@ -59,7 +58,6 @@ template <typename T> static const char *dname();
 template <> const char *dname<float>() { return "f32"; }
 template <> const char *dname<__half>() { return "f16"; }
 template <> const char *dname<__nv_bfloat16>() { return "bf16"; }
-
 
 template <typename T> struct Prob {
   int64_t R, C;
@@ -231,7 +229,6 @@ template <typename T> static std::vector<Method<T>> methods(const Prob<T> &P) {
   add_cluster_family<T, 256, 4, true, true, 2>(out, P, "l256v4");
   return out;
 }
-
 
 // Every method's dx, dw, db against the double reference; the cluster methods also run twice
 // (bit-for-bit the same).

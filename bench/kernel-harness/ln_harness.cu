@@ -21,7 +21,6 @@
 #include <string>
 #include <vector>
 
-
 // Every instantiated kernel: the shipped tiers, then the sweep candidates, in
 // registry order (the kernel tables below expand the same lists). smem:
 // backward partials in dynamic shared memory (tag suffix `s`); prefetch: `p`; stage: the
@@ -125,10 +124,8 @@ KTABLE(double, double, f64)
 KTABLE(__half, float, f16)
 KTABLE(__nv_bfloat16, float, bf16)
 
-
 static int g_sms = 0;
 static int g_fail = 0, g_pass = 0;
-
 
 // Launch rules, exactly as candle-nn/src/layer_norm_cuda.rs (LaunchPlan): first table tier with
 // lanes * vecs >= nvec (the backward skips the shared memory tiers when their
@@ -397,7 +394,6 @@ static void report(bool ok, const std::string &what) {
   }
 }
 
-
 // Normalised error: max |a - r| / max(1, max |r|); NaN counts as failure.
 struct Err {
   double maxdiff = 0, maxref = 0;
@@ -624,7 +620,6 @@ template <typename T> static void test_large_mean() {
     printf("large-mean %s cols=%lld: y max abs err %.3e\n", KT<T>::name(), (long long)c, e);
   }
 }
-
 
 // Table choice (exactly what layer_norm_cuda.rs launches), or with sweep every kernel that
 // fits the row within a factor 8 of its capacity, each with the layer_norm_cuda.rs launch
