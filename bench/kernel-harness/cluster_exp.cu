@@ -54,6 +54,7 @@ __global__ void __launch_bounds__(1024)
 }
 
 static int g_sms = 0, g_fail = 0, g_pass = 0;
+static size_t g_max_smem_optin = 0;
 template <typename T> static const char *dname();
 template <> const char *dname<float>() { return "f32"; }
 template <> const char *dname<__half>() { return "f16"; }
@@ -202,8 +203,9 @@ template <typename T> static std::vector<Method<T>> methods(const Prob<T> &P) {
     };
     out.push_back(m);
   }
-  if (!words && nvec <= 4096) {
-    const size_t smem = 2 * (size_t)nvec * V * sizeof(Acc<T>);
+  // l1024v4s where the host could take it: its partials fit the opt-in shared memory.
+  const size_t smem = 2 * (size_t)nvec * V * sizeof(Acc<T>);
+  if (!words && nvec <= 4096 && smem <= g_max_smem_optin) {
     CK(cudaFuncSetAttribute((void *)k_l1024v4s<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int occ = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, (void *)k_l1024v4s<T>, 1024, smem));
@@ -323,6 +325,7 @@ int main(int argc, char **argv) {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   g_sms = prop.multiProcessorCount;
+  g_max_smem_optin = prop.sharedMemPerBlockOptin;
   printf("device %s, %d SMs\n", prop.name, g_sms);
   if (do_test) {
     for (int64_t c : test_cols) {

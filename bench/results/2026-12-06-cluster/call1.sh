@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Device call 1 (2026-12-06, fifth session; the only call of the session's device time): the
-# backward of rows past the widest tier on thread-block clusters (sm_90), pin 0071.
+# Device call 1 (2026-12-06, fifth session): the backward of rows past the widest tier on
+# thread-block clusters (sm_90), pin 0071. Ran from commit bda9ab7 (the harness object h_cl1 and
+# .gpu/bins.tar.xz built there; pin 0071 was reverted after this call). It writes more than the
+# 8 files a device call returns: only the bench-*.txt, cluster_exp.txt and device.txt came back.
 #   1. bench/kernel-harness/cluster_exp.cu (.gpu/var/cluster_exp.o.xz): cluster kernels of several
 #      tiers and sizes against the split backward and l1024v4s, same process, each with its
 #      parameter reduce, checked against a double reference first;
