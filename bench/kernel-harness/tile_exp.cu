@@ -1,0 +1,180 @@
+// Experiment (bench only): the backward of narrow rows staged through shared memory by tiles
+// of consecutive rows (ln_tile.cuh) against the resident tier the host takes at each width,
+// each with the parameter reduce, same process. Checks every method's dx / dw / db against a
+// double reference first (exit code 1 on a failure).
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -I<candle-kernels/src> tile_exp.cu
+//   ./tile_exp [--dtypes f32,bf16,f16] [--cols 97,333,..] [--test-cols 97,..] [--no-test] [--no-bench]
+#include "ln_tile.cuh"
+#include "bwd_exp.cuh"
+
+// The narrow tiers of the registry's backward lists (layer_norm_tiers.cuh), as the host
+// launches them: max(L, 128) threads, a persistent grid.
+template <typename T, int L, int VV, bool WORDS>
+__global__ void __launch_bounds__(L < 128 ? 128 : L, 1)
+    k_res(const T *x, const T *dy, const T *w, T *dx, Acc<T> *dwp, Acc<T> *dbp, int64_t nrows,
+          int64_t ncols, float eps) {
+  layer_norm::bwd_resident<T, L, VV, false, false, false, WORDS>(x, dy, w, dx, dwp, dbp, nrows, ncols, eps);
+}
+
+template <typename T, int LPR, int K, int THREADS, int STAGES, bool WSM, bool RR>
+__global__ void __launch_bounds__(THREADS)
+    k_tile(const T *x, const T *dy, const T *w, T *dx, Acc<T> *dwp, Acc<T> *dbp, int64_t nrows,
+           int64_t ncols, int tile_rows, float eps) {
+  layer_norm_tile::bwd_tile<T, LPR, K, THREADS, STAGES, WSM, RR>(x, dy, w, dx, dwp, dbp, nrows, ncols, tile_rows,
+                                                                  eps);
+}
+
+template <typename T> static bool words_inst(const Prob<T> &P) {
+  return sizeof(T) == 2 && words_row(P);
+}
+
+// The host's tier: the first of the dtype's list whose L * VV vectors cover the row.
+template <typename T, int L, int VV>
+static bool add_res(std::vector<Method<T>> &out, const Prob<T> &P, const char *tag) {
+  constexpr int64_t V = 16 / sizeof(T);
+  if ((int64_t)L * VV * V < P.C)
+    return false;
+  const bool words = words_inst(P);
+  void *f = words ? (void *)k_res<T, L, VV, true> : (void *)k_res<T, L, VV, false>;
+  constexpr int threads = L < 128 ? 128 : L;
+  int occ = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, threads, 0));
+  const int64_t rpb = threads / L;
+  const int64_t parts = std::min<int64_t>({(P.R + rpb - 1) / rpb, (int64_t)g_sms * std::max(1, occ), P.nparts_max});
+  Method<T> m;
+  m.name = std::string(tag) + (words ? "-words" : "");
+  m.parts = parts;
+  m.repeat = true;
+  m.run = [=](Prob<T> &Q) {
+    if (words)
+      k_res<T, L, VV, true><<<(unsigned)parts, threads>>>(Q.dx_, Q.ddy, Q.dw_, Q.ddx, Q.dwp, Q.dbp, Q.R, Q.C, 1e-5f);
+    else
+      k_res<T, L, VV, false><<<(unsigned)parts, threads>>>(Q.dx_, Q.ddy, Q.dw_, Q.ddx, Q.dwp, Q.dbp, Q.R, Q.C, 1e-5f);
+    CK(cudaGetLastError());
+    Q.reduce(parts);
+  };
+  out.push_back(m);
+  return true;
+}
+
+// A tile method: groups of LPR lanes, K columns a lane, tiles of about `tile_bytes` of x (WSM,
+// RR: see bwd_tile).
+template <typename T, int LPR, int K, int STAGES, bool WSM = false, bool RR = false, int THREADS = 256>
+static void add_tile(std::vector<Method<T>> &out, const Prob<T> &P, int64_t tile_bytes) {
+  if ((int64_t)LPR * K < P.C || (int64_t)LPR * K / 2 >= P.C)
+    return;
+  constexpr int NG = THREADS / LPR;
+  const int64_t m = std::max<int64_t>(1, (tile_bytes + NG * P.C * (int64_t)sizeof(T) / 2) /
+                                             (NG * P.C * (int64_t)sizeof(T)));
+  const int tile_rows = (int)(NG * m);
+  const size_t smem = std::max<size_t>(
+      (size_t)(2 * STAGES + 1) * layer_norm_tile::tile_words<T>((int64_t)tile_rows * P.C) * 16 +
+          (WSM ? P.C * sizeof(Acc<T>) : 0),
+      2 * (size_t)NG * P.C * sizeof(Acc<T>));
+  if (smem > g_max_smem_optin)
+    return;
+  void *f = (void *)k_tile<T, LPR, K, THREADS, STAGES, WSM, RR>;
+  CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int occ = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, THREADS, smem));
+  const int64_t ntiles = (P.R + tile_rows - 1) / tile_rows;
+  const int64_t parts = std::min<int64_t>({ntiles, (int64_t)g_sms * std::max(1, occ), P.nparts_max});
+  cudaFuncAttributes fa;
+  CK(cudaFuncGetAttributes(&fa, f));
+  Method<T> m_;
+  m_.name = "tile l" + std::to_string(LPR) + "k" + std::to_string(K) + " s" + std::to_string(STAGES) + (WSM ? "w" : "") +
+            (RR ? "rr" : "") + " r" +
+            std::to_string(tile_rows) + " " + std::to_string(smem / 1024) + "K x" + std::to_string(occ) + " " +
+            std::to_string(fa.numRegs) + "r" + (fa.localSizeBytes ? " LOCAL" : "");
+  m_.parts = parts;
+  m_.repeat = true;
+  m_.run = [=](Prob<T> &Q) {
+    k_tile<T, LPR, K, THREADS, STAGES, WSM, RR><<<(unsigned)parts, THREADS, smem>>>(Q.dx_, Q.ddy, Q.dw_, Q.ddx, Q.dwp, Q.dbp,
+                                                                           Q.R, Q.C, tile_rows, 1e-5f);
+    CK(cudaGetLastError());
+    Q.reduce(parts);
+  };
+  out.push_back(m_);
+}
+
+template <typename T> static std::vector<Method<T>> methods(const Prob<T> &P) {
+  std::vector<Method<T>> out;
+  // The registry's narrow backward tiers for the dtype, in list order.
+  if (sizeof(T) == 2) {
+    add_res<T, 8, 1>(out, P, "l8v1") || add_res<T, 16, 1>(out, P, "l16v1") || add_res<T, 32, 1>(out, P, "l32v1") ||
+        add_res<T, 32, 2>(out, P, "l32v2") || add_res<T, 64, 2>(out, P, "l64v2");
+  } else {
+    add_res<T, 8, 1>(out, P, "l8v1") || add_res<T, 16, 1>(out, P, "l16v1") || add_res<T, 32, 1>(out, P, "l32v1") ||
+        add_res<T, 32, 2>(out, P, "l32v2") || add_res<T, 128, 1>(out, P, "l128v1") ||
+        add_res<T, 128, 2>(out, P, "l128v2");
+  }
+  for (int64_t tb : {8192, 16384}) {
+    add_tile<T, 8, 8, 2>(out, P, tb);
+    add_tile<T, 16, 8, 2>(out, P, tb);
+    add_tile<T, 32, 8, 2>(out, P, tb);
+    add_tile<T, 32, 12, 2>(out, P, tb);
+    add_tile<T, 32, 16, 2>(out, P, tb);
+    add_tile<T, 16, 8, 2, true>(out, P, tb);
+    add_tile<T, 32, 8, 2, true>(out, P, tb);
+    add_tile<T, 32, 12, 2, true>(out, P, tb);
+    add_tile<T, 32, 16, 2, true>(out, P, tb);
+    add_tile<T, 32, 16, 2, true, true>(out, P, tb);
+    add_tile<T, 32, 32, 2, true, true>(out, P, tb);
+  }
+  add_tile<T, 16, 8, 1>(out, P, 16384);
+  add_tile<T, 32, 12, 1>(out, P, 16384);
+  return out;
+}
+
+int main(int argc, char **argv) {
+  std::string dtypes = ",f32,bf16,f16,";
+  std::vector<int64_t> cols = {64, 96, 97, 128, 192, 201, 256, 333, 384, 512, 768, 1000, 1001, 1024};
+  std::vector<int64_t> test_cols = {64, 96, 97, 201, 333, 384, 1000, 1001};
+  bool do_test = true, do_bench = true;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--test-cols") && i + 1 < argc) {
+      test_cols.clear();
+      for (char *t = strtok(argv[++i], ","); t; t = strtok(nullptr, ","))
+        test_cols.push_back(atoll(t));
+    } else if (!strcmp(argv[i], "--dtypes") && i + 1 < argc)
+      dtypes = std::string(",") + argv[++i] + ",";
+    else if (!strcmp(argv[i], "--cols") && i + 1 < argc) {
+      cols.clear();
+      for (char *t = strtok(argv[++i], ","); t; t = strtok(nullptr, ","))
+        cols.push_back(atoll(t));
+    } else if (!strcmp(argv[i], "--no-test"))
+      do_test = false;
+    else if (!strcmp(argv[i], "--no-bench"))
+      do_bench = false;
+  }
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  g_sms = prop.multiProcessorCount;
+  g_max_smem_optin = prop.sharedMemPerBlockOptin;
+  printf("device %s, %d SMs\n", prop.name, g_sms);
+  auto has = [&](const char *d) { return dtypes.find(std::string(",") + d + ",") != std::string::npos; };
+  if (do_test) {
+    // Few rows (one partial tile), many rows (several tiles a block, a partial last tile),
+    // tensors that start one element into a word.
+    for (int64_t c : test_cols) {
+      for (auto [r, off] : {std::pair<int64_t, int>{37, 0}, {4099, 0}, {4099, 1}}) {
+        if (has("f32"))
+          test<float>(r, c, off, methods<float>);
+        if (has("bf16"))
+          test<__nv_bfloat16>(r, c, off, methods<__nv_bfloat16>);
+        if (has("f16"))
+          test<__half>(r, c, off, methods<__half>);
+      }
+    }
+    printf("tests: %d passed, %d failed\n", g_pass, g_fail);
+  }
+  for (int64_t c : do_bench ? cols : std::vector<int64_t>{}) {
+    if (has("f32"))
+      bench<float>(c, methods<float>);
+    if (has("bf16"))
+      bench<__nv_bfloat16>(c, methods<__nv_bfloat16>);
+    if (has("f16"))
+      bench<__half>(c, methods<__half>);
+  }
+  return g_fail ? 1 : 0;
+}
