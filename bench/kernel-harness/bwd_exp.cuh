@@ -1,4 +1,5 @@
-// Shared by the backward experiments beside the kernel harness (cluster_exp.cu, tile_exp.cu):
+// Shared by the backward experiments beside the kernel harness (cluster_exp.cu, and tile_exp.cu
+// on the branch `tiles`):
 // a problem's buffers, the ways to run it (kernels + parameter reduce), the check of each way
 // against a double reference and the bench loop (rows for a 32 MiB tensor).
 #pragma once
