@@ -1,10 +1,11 @@
-// Experiment (bench only): the backward of narrow rows staged through shared memory by tiles
-// of consecutive rows (ln_tile.cuh) against the resident tier the host takes at each width,
+// Experiment (bench only): the layer norm's tile backward of narrow rows (layer_norm_bwd.cuh,
+// bwd_tile) in tiers, tile sizes and register layouts other than the registry's, against the
+// resident tier the host takes at each width (without the tile tiers),
 // each with the parameter reduce, same process. Checks every method's dx / dw / db against a
 // double reference first (exit code 1 on a failure).
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -I<candle-kernels/src> tile_exp.cu
 //   ./tile_exp [--dtypes f32,bf16,f16] [--cols 97,333,..] [--test-cols 97,..] [--no-test] [--no-bench]
-#include "ln_tile.cuh"
+#include "layer_norm_bwd.cuh"
 #include "bwd_exp.cuh"
 
 // The narrow tiers of the registry's backward lists (layer_norm_tiers.cuh), as the host
@@ -16,12 +17,11 @@ __global__ void __launch_bounds__(L < 128 ? 128 : L, 1)
   layer_norm::bwd_resident<T, L, VV, false, false, false, WORDS>(x, dy, w, dx, dwp, dbp, nrows, ncols, eps);
 }
 
-template <typename T, int LPR, int K, int THREADS, int STAGES, bool WSM, bool RR>
-__global__ void __launch_bounds__(THREADS)
+template <typename T, int L, int VV, bool RR>
+__global__ void __launch_bounds__(layer_norm::TILE_THREADS)
     k_tile(const T *x, const T *dy, const T *w, T *dx, Acc<T> *dwp, Acc<T> *dbp, int64_t nrows,
            int64_t ncols, int tile_rows, float eps) {
-  layer_norm_tile::bwd_tile<T, LPR, K, THREADS, STAGES, WSM, RR>(x, dy, w, dx, dwp, dbp, nrows, ncols, tile_rows,
-                                                                  eps);
+  layer_norm::bwd_tile<T, L, VV, RR>(x, dy, w, dx, dwp, dbp, nrows, ncols, tile_rows, eps);
 }
 
 template <typename T> static bool words_inst(const Prob<T> &P) {
@@ -57,23 +57,21 @@ static bool add_res(std::vector<Method<T>> &out, const Prob<T> &P, const char *t
   return true;
 }
 
-// A tile method: groups of LPR lanes, K columns a lane, tiles of about `tile_bytes` of x (WSM,
-// RR: see bwd_tile).
-template <typename T, int LPR, int K, int STAGES, bool WSM = false, bool RR = false, int THREADS = 256>
+// A tile method: groups of L lanes, VV vectors' worth of columns a lane, tiles of about
+// `tile_bytes` of x (the registry's LAYER_NORM_BWD_TILE_BYTES in the shipped tiers), RR: rereads.
+template <typename T, int L, int VV, bool RR>
 static void add_tile(std::vector<Method<T>> &out, const Prob<T> &P, int64_t tile_bytes) {
-  if ((int64_t)LPR * K < P.C || (int64_t)LPR * K / 2 >= P.C)
+  constexpr int64_t V = 16 / sizeof(T);
+  if ((int64_t)L * VV * V < P.C || (int64_t)L * VV * V / 2 >= P.C)
     return;
-  constexpr int NG = THREADS / LPR;
+  constexpr int THREADS = layer_norm::TILE_THREADS, NG = THREADS / L;
   const int64_t m = std::max<int64_t>(1, (tile_bytes + NG * P.C * (int64_t)sizeof(T) / 2) /
                                              (NG * P.C * (int64_t)sizeof(T)));
   const int tile_rows = (int)(NG * m);
-  const size_t smem = std::max<size_t>(
-      (size_t)(2 * STAGES + 1) * layer_norm_tile::tile_words<T>((int64_t)tile_rows * P.C) * 16 +
-          (WSM ? P.C * sizeof(Acc<T>) : 0),
-      2 * (size_t)NG * P.C * sizeof(Acc<T>));
+  const size_t smem = (size_t)layer_norm::tile_smem_bytes<T>(L, RR, tile_rows, P.C);
   if (smem > g_max_smem_optin)
     return;
-  void *f = (void *)k_tile<T, LPR, K, THREADS, STAGES, WSM, RR>;
+  void *f = (void *)k_tile<T, L, VV, RR>;
   CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   int occ = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, THREADS, smem));
@@ -82,15 +80,14 @@ static void add_tile(std::vector<Method<T>> &out, const Prob<T> &P, int64_t tile
   cudaFuncAttributes fa;
   CK(cudaFuncGetAttributes(&fa, f));
   Method<T> m_;
-  m_.name = "tile l" + std::to_string(LPR) + "k" + std::to_string(K) + " s" + std::to_string(STAGES) + (WSM ? "w" : "") +
-            (RR ? "rr" : "") + " r" +
+  m_.name = "tile l" + std::to_string(L) + "v" + std::to_string(VV) + (RR ? "rr" : "") + " r" +
             std::to_string(tile_rows) + " " + std::to_string(smem / 1024) + "K x" + std::to_string(occ) + " " +
             std::to_string(fa.numRegs) + "r" + (fa.localSizeBytes ? " LOCAL" : "");
   m_.parts = parts;
   m_.repeat = true;
   m_.run = [=](Prob<T> &Q) {
-    k_tile<T, LPR, K, THREADS, STAGES, WSM, RR><<<(unsigned)parts, THREADS, smem>>>(Q.dx_, Q.ddy, Q.dw_, Q.ddx, Q.dwp, Q.dbp,
-                                                                           Q.R, Q.C, tile_rows, 1e-5f);
+    k_tile<T, L, VV, RR><<<(unsigned)parts, THREADS, smem>>>(Q.dx_, Q.ddy, Q.dw_, Q.ddx, Q.dwp, Q.dbp, Q.R, Q.C,
+                                                             tile_rows, 1e-5f);
     CK(cudaGetLastError());
     Q.reduce(parts);
   };
@@ -108,21 +105,26 @@ template <typename T> static std::vector<Method<T>> methods(const Prob<T> &P) {
         add_res<T, 32, 2>(out, P, "l32v2") || add_res<T, 128, 1>(out, P, "l128v1") ||
         add_res<T, 128, 2>(out, P, "l128v2");
   }
-  for (int64_t tb : {8192, 16384}) {
-    add_tile<T, 8, 8, 2>(out, P, tb);
-    add_tile<T, 16, 8, 2>(out, P, tb);
-    add_tile<T, 32, 8, 2>(out, P, tb);
-    add_tile<T, 32, 12, 2>(out, P, tb);
-    add_tile<T, 32, 16, 2>(out, P, tb);
-    add_tile<T, 16, 8, 2, true>(out, P, tb);
-    add_tile<T, 32, 8, 2, true>(out, P, tb);
-    add_tile<T, 32, 12, 2, true>(out, P, tb);
-    add_tile<T, 32, 16, 2, true>(out, P, tb);
-    add_tile<T, 32, 16, 2, true, true>(out, P, tb);
-    add_tile<T, 32, 32, 2, true, true>(out, P, tb);
+  for (int64_t tb : {8192, 16384, 32768}) {
+    if (sizeof(T) == 2) {
+      add_tile<T, 8, 1, false>(out, P, tb);
+      add_tile<T, 16, 1, false>(out, P, tb);
+      add_tile<T, 32, 1, false>(out, P, tb);
+      add_tile<T, 32, 2, false>(out, P, tb);
+      add_tile<T, 16, 1, true>(out, P, tb);
+      add_tile<T, 32, 1, true>(out, P, tb);
+      add_tile<T, 32, 2, true>(out, P, tb);
+      add_tile<T, 32, 4, true>(out, P, tb);
+    } else {
+      add_tile<T, 16, 1, false>(out, P, tb);
+      add_tile<T, 16, 2, false>(out, P, tb);
+      add_tile<T, 32, 2, false>(out, P, tb);
+      add_tile<T, 32, 4, false>(out, P, tb);
+      add_tile<T, 32, 2, true>(out, P, tb);
+      add_tile<T, 32, 4, true>(out, P, tb);
+      add_tile<T, 32, 8, true>(out, P, tb);
+    }
   }
-  add_tile<T, 16, 8, 1>(out, P, 16384);
-  add_tile<T, 32, 12, 1>(out, P, 16384);
   return out;
 }
 

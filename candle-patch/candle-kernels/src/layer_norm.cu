@@ -91,6 +91,17 @@
 #define LN_BWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
   NORM_BWD_KERNEL(layernorm_bwd_##TAG##_##S, false, false, T, ACC, L, VV, SM, PF, MINB)
 
+// The layer norm's backward of a tile tier (LAYER_NORM_BWD_TILE_TIERS): the ABI of the resident
+// tiers plus tile_rows, the rows of a tile (a multiple of LAYER_NORM_BWD_TILE_THREADS / L).
+#define LN_BWD_TILE_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                    \
+  extern "C" __global__ void __launch_bounds__(LAYER_NORM_BWD_TILE_THREADS, MINB)                 \
+      layernorm_bwd_##TAG##_##S(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part,         \
+                                ACC *db_part, const int64_t nrows, const int64_t ncols,           \
+                                const int tile_rows, const float eps) {                           \
+    layer_norm::bwd_tile<T, L, VV, layer_norm::tile_reread<T>(VV)>(x, dy, w, dx, dw_part, db_part, \
+                                                                   nrows, ncols, tile_rows, eps);  \
+  }
+
 // The RMS norm, same tiers and ABI (rmsnorm_fwd_<tier>_<dtype>, rmsnorm_bwd_<tier>_<dtype>: b and
 // db_part are NULL); its weight partials are added by layernorm_bwd_reduce.
 #define RN_FWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
@@ -159,6 +170,10 @@
 // f64): LN_IF16 / LN_IF32 keep or drop them, set for each dtype below; the
 // harness (LAYER_NORM_SWEEP) compiles them for every dtype. LN_WORDS keeps the
 // `words` instances (16-bit dtypes only).
+#define LN_BWD_TILE_ROW(TAG, L, VV, SM, PF, MINB)                                                  \
+  LN_EXPAND(LN_BWD_TILE_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
+#define LN_BWD_TILE_ROW16(...) LN_IF16(LN_BWD_TILE_ROW(__VA_ARGS__))
+#define LN_BWD_TILE_ROW32(...) LN_IF32(LN_BWD_TILE_ROW(__VA_ARGS__))
 #define LN_BWD_ROW16(...) LN_IF16(LN_BWD_ROW(__VA_ARGS__))
 #define LN_BWD_ROW32(...) LN_IF32(LN_BWD_ROW(__VA_ARGS__))
 #define RN_BWD_ROW16(...) LN_IF16(RN_BWD_ROW(__VA_ARGS__))
@@ -242,6 +257,7 @@
   }                                                                                                \
   LAYER_NORM_FWD_TIERS(LN_FWD_ROW)                                                                 \
   LAYER_NORM_BWD_TIERS(LN_BWD_ROW, LN_BWD_ROW16, LN_BWD_ROW32)                                     \
+  LAYER_NORM_BWD_TILE_TIERS(LN_BWD_TILE_ROW, LN_BWD_TILE_ROW16, LN_BWD_TILE_ROW32)                 \
   LAYER_NORM_FWD_TIERS(RN_FWD_ROW)                                                                 \
   LAYER_NORM_BWD_TIERS(RN_BWD_ROW, RN_BWD_ROW16, RN_BWD_ROW32)                                     \
   LAYER_NORM_FWD_TIERS(LN_FWD_WORDS_ROW)                                                           \
