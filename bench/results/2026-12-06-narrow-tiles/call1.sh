@@ -4,7 +4,8 @@
 # LAYER_NORM_BWD_TILE_TIERS), from the tree of this commit:
 #   1. tile_exp (.gpu/var/tile_exp.o.xz): tile tiers, tile sizes, rereading or not, against the
 #      resident tier the host took before, checked against a double reference first, then timed
-#      beside a device copy of the same bytes;
+#      beside a device copy of the same bytes; its mutant tile_mut (copy_tile_out leaves the
+#      words a tile shares with its neighbours unwritten) on the tests of two odd widths;
 #   2. the kernel harness (.gpu/var/h_tile1.o.xz): every test, then the narrow sweep widths with
 #      the host's choice (tile tiers) and with LN_NO_TILE=1 (the resident tiers), two rounds;
 #   3. the vendored CUDA tests of the layer norm (ops, layer_norm, fused_grads; .gpu/bins.tar.xz);
@@ -20,10 +21,12 @@ L=/tmp/call1 && rm -rf $L && mkdir -p $L
 B=/tmp/gpu-bins
 rm -rf "$B" && mkdir -p "$B" && tar -C "$B" --strip-components=1 -xJf .gpu/bins.tar.xz
 pack() { cp "$OUT/device.txt" "$st" $L/ 2>/dev/null; tar -C /tmp -czf "$OUT/call1.tgz" call1; }
-link_harness tile_exp && link_harness h_tile1 || exit 1
+link_harness tile_exp && link_harness h_tile1 && link_harness tile_mut || exit 1
 timeout 120 /tmp/tile_exp --no-bench > $L/tile-tests.txt 2>&1
 echo "tile_exp tests rc=$? at ${SECONDS}s: $(grep '^tests:' $L/tile-tests.txt)" >> "$st"
 grep FAIL $L/tile-tests.txt | head -5 >> "$st"
+timeout 60 /tmp/tile_mut --no-bench --dtypes bf16 --test-cols 97,333 > $L/tile-mutant.txt 2>&1
+echo "tile_exp mutant (copy_tile_out without its partial words) rc=$?: $(grep '^tests:' $L/tile-mutant.txt)" >> "$st"
 timeout 90 /tmp/tile_exp --no-test > $L/tile-bench.txt 2>&1
 echo "tile_exp bench rc=$? at ${SECONDS}s" >> "$st"
 pack
