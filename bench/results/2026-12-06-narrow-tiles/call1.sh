@@ -22,12 +22,12 @@ L=/tmp/call1 && rm -rf $L && mkdir -p $L
 B=/tmp/gpu-bins
 pack() { cp "$OUT/device.txt" "$st" $L/ 2>/dev/null; tar -C /tmp -czf "$OUT/call1.tgz" call1; }
 link_harness tile_exp && link_harness h_tile1 && link_harness tile_mut || exit 1
-timeout 100 /tmp/tile_exp --no-bench > $L/tile-tests.txt 2>&1
+timeout 100 /tmp/tile_exp --no-bench --dtypes bf16,f16 > $L/tile-tests.txt 2>&1
 echo "tile_exp tests rc=$? at ${SECONDS}s: $(grep '^tests:' $L/tile-tests.txt)" >> "$st"
 grep FAIL $L/tile-tests.txt | head -5 >> "$st"
 timeout 40 /tmp/tile_mut --no-bench --dtypes bf16 --test-cols 97,333 > $L/tile-mutant.txt 2>&1
 echo "tile_exp mutant (copy_tile_out without its partial words) rc=$?: $(grep '^tests:' $L/tile-mutant.txt)" >> "$st"
-timeout 80 /tmp/tile_exp --no-test > $L/tile-bench.txt 2>&1
+timeout 80 /tmp/tile_exp --no-test --dtypes bf16,f16 > $L/tile-bench.txt 2>&1
 echo "tile_exp bench rc=$? at ${SECONDS}s" >> "$st"
 pack
 rm -rf "$B" && mkdir -p "$B" && tar -C "$B" --strip-components=1 -xJf .gpu/bins.tar.xz
