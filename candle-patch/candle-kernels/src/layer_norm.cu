@@ -170,16 +170,16 @@
 // f64): LN_IF16 / LN_IF32 keep or drop them, set for each dtype below; the
 // harness (LAYER_NORM_SWEEP) compiles them for every dtype. LN_WORDS keeps the
 // `words` instances (16-bit dtypes only).
-#define LN_BWD_TILE_ROW(TAG, L, VV, SM, PF, MINB)                                                  \
-  LN_EXPAND(LN_BWD_TILE_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
-#define LN_BWD_TILE_ROW16(...) LN_IF16(LN_BWD_TILE_ROW(__VA_ARGS__))
-#define LN_BWD_TILE_ROW32(...) LN_IF32(LN_BWD_TILE_ROW(__VA_ARGS__))
 #define LN_BWD_ROW16(...) LN_IF16(LN_BWD_ROW(__VA_ARGS__))
 #define LN_BWD_ROW32(...) LN_IF32(LN_BWD_ROW(__VA_ARGS__))
 #define RN_BWD_ROW16(...) LN_IF16(RN_BWD_ROW(__VA_ARGS__))
 #define RN_BWD_ROW32(...) LN_IF32(RN_BWD_ROW(__VA_ARGS__))
 #define SM_BWD_ROW16(...) LN_IF16(SM_BWD_ROW(__VA_ARGS__))
 #define SM_BWD_ROW32(...) LN_IF32(SM_BWD_ROW(__VA_ARGS__))
+#define LN_BWD_TILE_ROW(TAG, L, VV, SM, PF, MINB)                                                  \
+  LN_EXPAND(LN_BWD_TILE_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
+#define LN_BWD_TILE_ROW16(...) LN_IF16(LN_BWD_TILE_ROW(__VA_ARGS__))
+#define LN_BWD_TILE_ROW32(...) LN_IF32(LN_BWD_TILE_ROW(__VA_ARGS__))
 #define LN_KEEP(...) __VA_ARGS__
 #define LN_DROP(...)
 #ifdef LAYER_NORM_SWEEP

@@ -763,9 +763,6 @@ fn alloc_parts<A: DeviceRepr>(
     })
 }
 
-/// The backward for rows past the widest tier: per (row, segment) statistics, then `dx` and the
-/// parameter partials over column blocks (`layer_norm_bwd.cuh`), then [`reduce_parts`].
-#[allow(clippy::too_many_arguments)]
 /// The layer norm's backward by a tile tier (`bwd_tile` in layer_norm_bwd.cuh): a persistent
 /// grid of as many blocks as are resident, each taking every grid-th tile, then the ordered
 /// reduce of the blocks' partial rows.
@@ -847,6 +844,9 @@ where
     )
 }
 
+/// The backward for rows past the widest tier: per (row, segment) statistics, then `dx` and the
+/// parameter partials over column blocks (`layer_norm_bwd.cuh`), then [`reduce_parts`].
+#[allow(clippy::too_many_arguments)]
 fn bwd_split<T, A>(
     dev: &CudaDevice,
     norm: Norm,
