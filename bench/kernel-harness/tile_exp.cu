@@ -129,53 +129,30 @@ template <typename T> static std::vector<Method<T>> methods(const Prob<T> &P) {
 }
 
 int main(int argc, char **argv) {
-  std::string dtypes = ",f32,bf16,f16,";
-  std::vector<int64_t> cols = {64, 96, 97, 128, 192, 201, 256, 333, 384, 512, 768, 1000, 1001, 1024};
-  std::vector<int64_t> test_cols = {64, 96, 97, 201, 333, 384, 1000, 1001};
-  bool do_test = true, do_bench = true;
-  for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--test-cols") && i + 1 < argc) {
-      test_cols.clear();
-      for (char *t = strtok(argv[++i], ","); t; t = strtok(nullptr, ","))
-        test_cols.push_back(atoll(t));
-    } else if (!strcmp(argv[i], "--dtypes") && i + 1 < argc)
-      dtypes = std::string(",") + argv[++i] + ",";
-    else if (!strcmp(argv[i], "--cols") && i + 1 < argc) {
-      cols.clear();
-      for (char *t = strtok(argv[++i], ","); t; t = strtok(nullptr, ","))
-        cols.push_back(atoll(t));
-    } else if (!strcmp(argv[i], "--no-test"))
-      do_test = false;
-    else if (!strcmp(argv[i], "--no-bench"))
-      do_bench = false;
-  }
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
-  g_sms = prop.multiProcessorCount;
-  g_max_smem_optin = prop.sharedMemPerBlockOptin;
-  printf("device %s, %d SMs\n", prop.name, g_sms);
-  auto has = [&](const char *d) { return dtypes.find(std::string(",") + d + ",") != std::string::npos; };
-  if (do_test) {
+  const ExpArgs args(argc, argv, {64, 96, 97, 128, 192, 201, 256, 333, 384, 512, 768, 1000, 1001, 1024},
+                     {64, 96, 97, 201, 333, 384, 1000, 1001});
+  exp_device_init();
+  if (args.do_test) {
     // Few rows (one partial tile), many rows (several tiles a block, a partial last tile),
     // tensors that start one element into a word.
-    for (int64_t c : test_cols) {
+    for (int64_t c : args.test_cols) {
       for (auto [r, off] : {std::pair<int64_t, int>{37, 0}, {4099, 0}, {4099, 1}}) {
-        if (has("f32"))
+        if (args.has("f32"))
           test<float>(r, c, off, methods<float>);
-        if (has("bf16"))
+        if (args.has("bf16"))
           test<__nv_bfloat16>(r, c, off, methods<__nv_bfloat16>);
-        if (has("f16"))
+        if (args.has("f16"))
           test<__half>(r, c, off, methods<__half>);
       }
     }
     printf("tests: %d passed, %d failed\n", g_pass, g_fail);
   }
-  for (int64_t c : do_bench ? cols : std::vector<int64_t>{}) {
-    if (has("f32"))
+  for (int64_t c : args.do_bench ? args.cols : std::vector<int64_t>{}) {
+    if (args.has("f32"))
       bench<float>(c, methods<float>);
-    if (has("bf16"))
+    if (args.has("bf16"))
       bench<__nv_bfloat16>(c, methods<__nv_bfloat16>);
-    if (has("f16"))
+    if (args.has("f16"))
       bench<__half>(c, methods<__half>);
   }
   return g_fail ? 1 : 0;
