@@ -37,7 +37,7 @@ for t in ops layer_norm fused_grads; do
   grep -E "^test .*FAILED|panicked" $L/test-$t.txt | head -5 >> "$st"
 done
 pack
-W16=262144x64,174763x96,172961x97,131072x128,87382x192,83469x201,65536x256,50383x333,43691x384,32768x512,21846x768,16384x1024
+W16=524288x32,349526x48,262144x64,174763x96,172961x97,131072x128,87382x192,83469x201,65536x256,50383x333,43691x384,32768x512,21846x768,16384x1024
 for d in bf16 f16; do
   timeout 40 /tmp/h_tile1 --bench-only --dtypes $d --shapes "$W16" > $L/bench-$d-tile.txt 2>&1
   LN_NO_TILE=1 timeout 40 /tmp/h_tile1 --bench-only --dtypes $d --shapes "$W16" > $L/bench-$d-resident.txt 2>&1
