@@ -63,4 +63,14 @@ for tool in memcheck racecheck; do
   echo "compute-sanitizer $tool tile_exp rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $L/sanitizer-$tool.txt | head -1) at ${SECONDS}s" >> "$st"
   pack
 done
+# 6. (added 2026-12-06, seventh session) tile_exp built with -DTILE_COLS (.gpu/var/tile_cols.o.xz):
+#    the column-phase variant k_tile_cols (dw / db by the block's columns, rows to 1024 columns).
+if [ $SECONDS -lt 540 ] && link_harness tile_cols; then
+  timeout 30 /tmp/tile_cols --no-bench --dtypes bf16 --test-cols 97,333,1001 > $L/cols-tests.txt 2>&1
+  echo "tile_cols tests rc=$?: $(grep '^tests:' $L/cols-tests.txt) at ${SECONDS}s" >> "$st"
+  grep FAIL $L/cols-tests.txt | head -5 >> "$st"
+  timeout 30 /tmp/tile_cols --no-test --dtypes bf16 --cols 96,97,192,201,333,384,512,1000,1001,1024 > $L/cols-bench.txt 2>&1
+  echo "tile_cols bench rc=$? at ${SECONDS}s" >> "$st"
+  pack
+fi
 cat "$st"
