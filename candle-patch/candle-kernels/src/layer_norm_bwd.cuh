@@ -592,8 +592,9 @@ __device__ __forceinline__ void bwd_tile(const T *__restrict__ x, const T *__res
   uint4 *smem = reinterpret_cast<uint4 *>(ln_dyn_smem);
   // Two stages of x and dy, then dx, then (REREAD) the weights.
   const int64_t tw = tile_words<T>((int64_t)tile_rows * ncols);
-  uint4 *const sx[2] = {smem, smem + 2 * tw};
-  uint4 *const sdy[2] = {smem + tw, smem + 3 * tw};
+  // Stage s of x and of dy (pointers computed, not indexed from an array: local memory).
+  auto sx = [&](int s) { return smem + 2 * tw * s; };
+  auto sdy = [&](int s) { return smem + tw + 2 * tw * s; };
   uint4 *const sdx = smem + 4 * tw;
   ACC *const sw = reinterpret_cast<ACC *>(smem + 5 * tw);
   const int lane = threadIdx.x % LANES, grp = threadIdx.x / LANES;
@@ -623,8 +624,8 @@ __device__ __forceinline__ void bwd_tile(const T *__restrict__ x, const T *__res
   };
   auto copy_in = [&](int64_t t, int s) {
     const int64_t e0 = t * tile_rows * ncols, e1 = min(nrows, (t + 1) * tile_rows) * ncols;
-    copy_tile_in<T, THREADS>(sx[s], x, n, e0, e1);
-    copy_tile_in<T, THREADS>(sdy[s], dy, n, e0, e1);
+    copy_tile_in<T, THREADS>(sx(s), x, n, e0, e1);
+    copy_tile_in<T, THREADS>(sdy(s), dy, n, e0, e1);
     cp_async_commit();
   };
 
@@ -643,8 +644,8 @@ __device__ __forceinline__ void bwd_tile(const T *__restrict__ x, const T *__res
     __syncthreads();
     const int64_t e0 = t * tile_rows * ncols;
     const int rows = (int)(min(nrows, (t + 1) * tile_rows) - t * tile_rows);
-    const T *tx = reinterpret_cast<const T *>(sx[s]) + word_offset(x + e0);
-    const T *tdy = reinterpret_cast<const T *>(sdy[s]) + word_offset(dy + e0);
+    const T *tx = reinterpret_cast<const T *>(sx(s)) + word_offset(x + e0);
+    const T *tdy = reinterpret_cast<const T *>(sdy(s)) + word_offset(dy + e0);
     T *tdx = reinterpret_cast<T *>(sdx) + word_offset(dx + e0);
     // tile_rows is a multiple of NG: the groups of a warp run the same rows (the shuffles).
     for (int r = grp; r < tile_rows; r += NG) {
