@@ -9,7 +9,7 @@
 #      tile_mut (copy_tile_out leaves the words a tile shares with its neighbours unwritten) on
 #      the tests of two odd widths; then the timings beside a device copy of the same bytes;
 #   2. the vendored CUDA tests of the layer norm (ops, layer_norm, fused_grads; .gpu/bins.tar.xz);
-#   3. the kernel harness (.gpu/var/h_tile1.o.xz): the narrow sweep widths with the host's choice
+#   3. the kernel harness (.gpu/var/h_tile2.o.xz): the narrow sweep widths with the host's choice
 #      (tile tiers) and with LN_NO_TILE=1 (the resident tiers), then every test;
 #   4. the fine sweep's widths up to 1024 beside PyTorch's kernels (gpu_bench --sweep-to);
 #   5. compute-sanitizer memcheck and racecheck on tile_exp's tests of two widths.
@@ -21,7 +21,7 @@ st="$OUT/status.txt"
 L=/tmp/call1 && rm -rf $L && mkdir -p $L
 B=/tmp/gpu-bins
 pack() { cp "$OUT/device.txt" "$st" $L/ 2>/dev/null; tar -C /tmp -czf "$OUT/call1.tgz" call1; }
-link_harness tile_exp && link_harness h_tile1 && link_harness tile_mut || exit 1
+link_harness tile_exp && link_harness h_tile2 && link_harness tile_mut || exit 1
 timeout 100 /tmp/tile_exp --no-bench --dtypes bf16,f16 > $L/tile-tests.txt 2>&1
 echo "tile_exp tests rc=$? at ${SECONDS}s: $(grep '^tests:' $L/tile-tests.txt)" >> "$st"
 grep FAIL $L/tile-tests.txt | head -5 >> "$st"
@@ -39,13 +39,13 @@ done
 pack
 W16=524288x32,349526x48,262144x64,174763x96,172961x97,131072x128,87382x192,83469x201,65536x256,50383x333,43691x384,32768x512,21846x768,16384x1024
 for d in bf16 f16; do
-  timeout 40 /tmp/h_tile1 --bench-only --dtypes $d --shapes "$W16" > $L/bench-$d-tile.txt 2>&1
-  LN_NO_TILE=1 timeout 40 /tmp/h_tile1 --bench-only --dtypes $d --shapes "$W16" > $L/bench-$d-resident.txt 2>&1
+  timeout 40 /tmp/h_tile2 --bench-only --dtypes $d --shapes "$W16" > $L/bench-$d-tile.txt 2>&1
+  LN_NO_TILE=1 timeout 40 /tmp/h_tile2 --bench-only --dtypes $d --shapes "$W16" > $L/bench-$d-resident.txt 2>&1
 done
 echo "harness bench at ${SECONDS}s" >> "$st"
 pack
 if [ $SECONDS -lt 330 ]; then
-  timeout 150 /tmp/h_tile1 --no-bench > $L/harness-tests.txt 2>&1
+  timeout 150 /tmp/h_tile2 --no-bench > $L/harness-tests.txt 2>&1
   echo "harness tests rc=$?: $(tail -1 $L/harness-tests.txt) at ${SECONDS}s" >> "$st"
   grep FAIL $L/harness-tests.txt | head -5 >> "$st"
   pack
