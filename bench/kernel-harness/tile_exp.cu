@@ -58,6 +58,36 @@ static bool add_res(std::vector<Method<T>> &out, const Prob<T> &P, const char *t
   return true;
 }
 
+// Rows a tile of a method whose groups have `lanes` lanes: about `tile_bytes` of x, a whole
+// number of rows for every group.
+template <typename T> static int tile_rows_for(int lanes, const Prob<T> &P, int64_t tile_bytes) {
+  const int64_t ng = layer_norm::TILE_THREADS / lanes, group_bytes = ng * P.C * (int64_t)sizeof(T);
+  return (int)(ng * std::max<int64_t>(1, (tile_bytes + group_bytes / 2) / group_bytes));
+}
+
+// How a tile kernel `f` runs: `parts` blocks (as many as are resident, at most one a tile) and
+// `desc` (rows a tile, shared memory, blocks an SM, registers). False where its dynamic shared
+// memory does not fit.
+struct TileLaunch {
+  int64_t parts = 0;
+  std::string desc;
+};
+template <typename T>
+static bool tile_launch(void *f, size_t smem, int tile_rows, const Prob<T> &P, TileLaunch &tl) {
+  if (smem > g_max_smem_optin)
+    return false;
+  CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int occ = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, layer_norm::TILE_THREADS, smem));
+  const int64_t ntiles = (P.R + tile_rows - 1) / tile_rows;
+  tl.parts = std::min<int64_t>({ntiles, (int64_t)g_sms * std::max(1, occ), P.nparts_max});
+  cudaFuncAttributes fa;
+  CK(cudaFuncGetAttributes(&fa, f));
+  tl.desc = " r" + std::to_string(tile_rows) + " " + std::to_string(smem / 1024) + "K x" + std::to_string(occ) +
+            " " + std::to_string(fa.numRegs) + "r" + (fa.localSizeBytes ? " LOCAL" : "");
+  return true;
+}
+
 // A tile method: groups of L lanes, VV vectors' worth of columns a lane, tiles of about
 // `tile_bytes` of x (the registry's LAYER_NORM_BWD_TILE_BYTES in the shipped tiers), RR: rereads.
 template <typename T, int L, int VV, bool RR>
@@ -65,25 +95,15 @@ static void add_tile(std::vector<Method<T>> &out, const Prob<T> &P, int64_t tile
   constexpr int64_t V = 16 / sizeof(T);
   if ((int64_t)L * VV * V < P.C || (int64_t)L * VV * V / 2 >= P.C)
     return;
-  constexpr int THREADS = layer_norm::TILE_THREADS, NG = THREADS / L;
-  const int64_t m = std::max<int64_t>(1, (tile_bytes + NG * P.C * (int64_t)sizeof(T) / 2) /
-                                             (NG * P.C * (int64_t)sizeof(T)));
-  const int tile_rows = (int)(NG * m);
+  constexpr int THREADS = layer_norm::TILE_THREADS;
+  const int tile_rows = tile_rows_for(L, P, tile_bytes);
   const size_t smem = (size_t)layer_norm::tile_smem_bytes<T>(L, RR, tile_rows, P.C);
-  if (smem > g_max_smem_optin)
+  TileLaunch tl;
+  if (!tile_launch(reinterpret_cast<void *>(k_tile<T, L, VV, RR>), smem, tile_rows, P, tl))
     return;
-  void *f = (void *)k_tile<T, L, VV, RR>;
-  CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  int occ = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, THREADS, smem));
-  const int64_t ntiles = (P.R + tile_rows - 1) / tile_rows;
-  const int64_t parts = std::min<int64_t>({ntiles, (int64_t)g_sms * std::max(1, occ), P.nparts_max});
-  cudaFuncAttributes fa;
-  CK(cudaFuncGetAttributes(&fa, f));
+  const int64_t parts = tl.parts;
   Method<T> m_;
-  m_.name = "tile l" + std::to_string(L) + "v" + std::to_string(VV) + (RR ? "rr" : "") + " r" +
-            std::to_string(tile_rows) + " " + std::to_string(smem / 1024) + "K x" + std::to_string(occ) + " " +
-            std::to_string(fa.numRegs) + "r" + (fa.localSizeBytes ? " LOCAL" : "");
+  m_.name = "tile l" + std::to_string(L) + "v" + std::to_string(VV) + (RR ? "rr" : "") + tl.desc;
   m_.parts = parts;
   m_.repeat = true;
   m_.run = [=](Prob<T> &Q) {
@@ -233,29 +253,19 @@ __global__ void __launch_bounds__(layer_norm::TILE_THREADS)
 // A column-phase method: groups of L lanes, K columns a lane, tiles of about `tile_bytes` of x.
 template <typename T, int L, int K>
 static void add_tile_cols(std::vector<Method<T>> &out, const Prob<T> &P, int64_t tile_bytes) {
-  constexpr int THREADS = layer_norm::TILE_THREADS, NG = THREADS / L;
+  constexpr int THREADS = layer_norm::TILE_THREADS;
   constexpr int CJ = (L * K + THREADS - 1) / THREADS;
   if ((int64_t)L * K < P.C || (int64_t)L * K / 2 >= P.C)
     return;
-  const int64_t m = std::max<int64_t>(1, (tile_bytes + NG * P.C * (int64_t)sizeof(T) / 2) /
-                                             (NG * P.C * (int64_t)sizeof(T)));
-  const int tile_rows = (int)(NG * m);
+  const int tile_rows = tile_rows_for(L, P, tile_bytes);
   const size_t smem = (size_t)(5 * layer_norm::tile_words<T>((int64_t)tile_rows * P.C) * 16) +
                       (size_t)(P.C + 3 * tile_rows) * sizeof(Acc<T>);
-  if (smem > g_max_smem_optin)
+  TileLaunch tl;
+  if (!tile_launch(reinterpret_cast<void *>(k_tile_cols<T, L, K, CJ>), smem, tile_rows, P, tl))
     return;
-  void *f = (void *)k_tile_cols<T, L, K, CJ>;
-  CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  int occ = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, THREADS, smem));
-  const int64_t ntiles = (P.R + tile_rows - 1) / tile_rows;
-  const int64_t parts = std::min<int64_t>({ntiles, (int64_t)g_sms * std::max(1, occ), P.nparts_max});
-  cudaFuncAttributes fa;
-  CK(cudaFuncGetAttributes(&fa, f));
+  const int64_t parts = tl.parts;
   Method<T> m_;
-  m_.name = "cols l" + std::to_string(L) + "k" + std::to_string(K) + " r" + std::to_string(tile_rows) + " " +
-            std::to_string(smem / 1024) + "K x" + std::to_string(occ) + " " + std::to_string(fa.numRegs) + "r" +
-            (fa.localSizeBytes ? " LOCAL" : "");
+  m_.name = "cols l" + std::to_string(L) + "k" + std::to_string(K) + tl.desc;
   m_.parts = parts;
   m_.repeat = true;
   m_.run = [=](Prob<T> &Q) {
