@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(layer_norm::TILE_THREADS)
   constexpr int THREADS = TILE_THREADS, NG = THREADS / LANES;
   uint4 *smem = reinterpret_cast<uint4 *>(ln_dyn_smem);
   const int64_t tw = tile_words<T>((int64_t)tile_rows * ncols);
-  // Stage s of x and of dy (pointers computed, not indexed from an array: local memory).
+  // Stage s of x and of dy, computed: an array of the stages indexed by s would live in local memory.
   auto sx = [&](int s) { return smem + 2 * tw * s; };
   auto sdy = [&](int s) { return smem + tw + 2 * tw * s; };
   uint4 *const sdx = smem + 4 * tw;

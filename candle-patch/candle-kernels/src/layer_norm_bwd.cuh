@@ -592,7 +592,7 @@ __device__ __forceinline__ void bwd_tile(const T *__restrict__ x, const T *__res
   uint4 *smem = reinterpret_cast<uint4 *>(ln_dyn_smem);
   // Two stages of x and dy, then dx, then (REREAD) the weights.
   const int64_t tw = tile_words<T>((int64_t)tile_rows * ncols);
-  // Stage s of x and of dy (pointers computed, not indexed from an array: local memory).
+  // Stage s of x and of dy, computed: an array of the stages indexed by s would live in local memory.
   auto sx = [&](int s) { return smem + 2 * tw * s; };
   auto sdy = [&](int s) { return smem + tw + 2 * tw * s; };
   uint4 *const sdx = smem + 4 * tw;
