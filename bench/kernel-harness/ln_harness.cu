@@ -176,13 +176,19 @@ template <typename T> static int pick_tier(int64_t ncols, bool bwd) {
 }
 // The tile tier the host takes for the layer norm's backward (layer_norm_cuda.rs, bwd), or -1,
 // and its geometry (TileGeometry): rows of a tile, dynamic shared memory.
+// The host's tile tier (layer_norm_cuda.rs, tile_tier): the first that holds the row, where the
+// row fills more than half of it and has no 8-byte vectors or leaves lanes of a one-vector tier idle.
 template <typename T> static int pick_tile(int64_t ncols) {
   const int64_t nvec = (ncols + 16 / (int64_t)sizeof(T) - 1) / (16 / (int64_t)sizeof(T));
   const char *const *table = sizeof(T) == 2 ? TILE_TABLE16 : TILE_TABLE32;
   for (int i = 0; table[i]; ++i) {
     const int t = find_tier(ALL_TILE, N_ALL_TILE, table[i]);
-    if ((int64_t)ALL_TILE[t].lanes * ALL_TILE[t].vecs >= nvec)
-      return t;
+    const int64_t slots = (int64_t)ALL_TILE[t].lanes * ALL_TILE[t].vecs;
+    if (slots < nvec)
+      continue;
+    const bool idle_lanes = ALL_TILE[t].vecs == 1 && nvec < ALL_TILE[t].lanes;
+    const bool any = getenv("LN_TILE_ANY") != nullptr; // LN_TILE_ANY=1: every row a tile tier holds
+    return any || (2 * nvec > slots && (unaligned_16bit<T>(ncols) || idle_lanes)) ? t : -1;
   }
   return -1;
 }
@@ -257,7 +263,8 @@ template <typename T> struct Problem {
   int fwd_tier, bwd_tier, fwd_grid, bwd_grid;
   size_t bwd_smem;
   // The backward's tile tier (index into ALL_TILE) where the host takes one, else -1; the
-  // rows of its tiles. LN_NO_TILE=1 keeps the resident tiers (to time one against the other).
+  // rows of its tiles. LN_NO_TILE=1 keeps the resident tiers (to time one against the other),
+  // LN_TILE_ANY=1 takes a tile tier wherever one holds the row.
   int tile = -1, tile_rows = 0;
   // Both directions run the tier's `words` instance: 16-bit rows that fit no 8-byte vector, as
   // layer_norm_cuda.rs (LaunchPlan::words_when_unaligned), forced tiers included when they have one;

@@ -84,12 +84,13 @@
 // vectors' worth of columns (strided: lane l has columns l + lanes * k), blocks of
 // LAYER_NORM_BWD_TILE_THREADS threads, tiles of about LAYER_NORM_BWD_TILE_BYTES bytes of x; a
 // lane with more than LAYER_NORM_BWD_TILE_REREAD columns rereads x and dy from shared memory
-// in each pass over a row instead of holding them. The host takes the first that holds the row,
-// before LAYER_NORM_BWD_TIERS (the RMS norm keeps those).
+// in each pass over a row instead of holding them. The host takes the first that holds the row
+// where it beats LAYER_NORM_BWD_TIERS (layer_norm_cuda.rs, tile_tier; the RMS norm keeps those).
 #define LAYER_NORM_BWD_TILE_TIERS(X, X16, X32)                                                     \
   X16(l16v1t, 16, 1, 0, 0, 1)                                                                      \
   X16(l32v1t, 32, 1, 0, 0, 1)                                                                      \
-  X16(l32v2t, 32, 2, 0, 0, 1)
+  X16(l32v2t, 32, 2, 0, 0, 1)                                                                      \
+  X16(l32v4t, 32, 4, 0, 0, 1)
 
 #define LAYER_NORM_BWD_TILE_THREADS 256
 #define LAYER_NORM_BWD_TILE_BYTES 16384

@@ -249,6 +249,22 @@ fn tile_tiers(dtype: DType) -> &'static [Tier] {
     })
 }
 
+/// The tile tier that takes the layer norm's backward of rows of `n_cols` columns, if one does:
+/// the first that holds the row, where the row fills more than half of it and either has no
+/// 8-byte vectors (the resident tiers' `words` instances) or leaves lanes of a tier of one
+/// vector a lane idle. H100, 2026-12-07 (bench/results/2026-12-06-narrow-tiles), 16-bit rows
+/// against the resident tiers: 0.68-0.76x their time at 97, 201 and 333 columns, 0.87x at 96
+/// and 192; 1.05-2.5x at 32, 48, 64, 128, 256, 384 and 512.
+fn tile_tier(dtype: DType, n_cols: usize) -> Option<&'static Tier> {
+    let n_vecs = n_cols.div_ceil(16 / dtype.size_in_bytes());
+    let tier = tile_tiers(dtype)
+        .iter()
+        .find(|t| t.lanes * t.vecs >= n_vecs)?;
+    let fills_half = 2 * n_vecs > tier.lanes * tier.vecs;
+    let idle_lanes = tier.vecs == 1 && n_vecs < tier.lanes;
+    (fills_half && (unaligned_16bit(n_cols, dtype) || idle_lanes)).then_some(tier)
+}
+
 /// How a tile tier runs a shape: threads a block, rows a tile, dynamic shared memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct TileGeometry {
@@ -625,10 +641,7 @@ where
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         .w()? as usize;
     if norm == Norm::Layer {
-        let n_vecs = n_cols.div_ceil(16 / T::DTYPE.size_in_bytes());
-        let tile = tile_tiers(T::DTYPE)
-            .iter()
-            .find(|t| t.lanes * t.vecs >= n_vecs)
+        let tile = tile_tier(T::DTYPE, n_cols)
             .map(|t| {
                 let geometry =
                     TileGeometry::new(t, n_rows, n_cols, T::DTYPE, std::mem::size_of::<A>());
@@ -1291,6 +1304,32 @@ mod tests {
         ] {
             let row = format!("#define L(X) \\\n  {bad}\n");
             assert!(parse_tiers(&row, "L", DType::BF16).is_err(), "{bad}");
+        }
+    }
+
+    /// The tile tiers take the 16-bit rows they were measured to beat the resident tiers at (rows
+    /// without 8-byte vectors, or idle lanes of a one-vector tier, filling more than half of the
+    /// tier), and no others.
+    #[test]
+    fn tile_tiers_take_the_rows_they_beat() {
+        let tag = |dtype, n_cols| tile_tier(dtype, n_cols).map(|t| t.tag.as_str());
+        for dtype in [DType::BF16, DType::F16] {
+            for (n_cols, want) in [
+                (96, Some("l16v1t")),
+                (97, Some("l16v1t")),
+                (192, Some("l32v1t")),
+                (201, Some("l32v1t")),
+                (333, Some("l32v2t")),
+                (1001, Some("l32v4t")),
+            ] {
+                assert_eq!(tag(dtype, n_cols), want, "{dtype:?} {n_cols}");
+            }
+            for n_cols in [1, 31, 32, 48, 63, 64, 128, 256, 384, 512, 1000, 1024, 1025, 4097] {
+                assert_eq!(tag(dtype, n_cols), None, "{dtype:?} {n_cols}");
+            }
+        }
+        for n_cols in [97, 333, 1001] {
+            assert_eq!(tag(DType::F32, n_cols), None);
         }
     }
 
