@@ -5,11 +5,11 @@
 #   1. the kernel harness (.gpu/var/h_tile3.o.xz) at widths call 1 did not time, with the rule,
 #      with LN_NO_TILE=1 (the resident tiers) and LN_TILE_ANY=1 (a tile tier wherever one holds
 #      the row), 32 MiB tensors; then every harness test;
-#   2. device_run.sh tests,bench,sweep (.gpu/bins.tar.xz, pins 0001-0071): vendored, shim and TFT
-#      tests, the grid beside PyTorch with the f64 numerics check, the fine sweep;
-#   3. compute-sanitizer memcheck and racecheck on tile_cols's tests at 1001 columns (bwd_tile's
-#      32 x 4 rereading layout, l32v4t) and on the vendored layer_norm_tiles_16bit, then
-#      device_run.sh sanitizer with the time left.
+#   2. the vendored CUDA tests of the layer norm (.gpu/bins.tar.xz, pins 0001-0071);
+#   3. compute-sanitizer memcheck and racecheck on the vendored layer_norm_tiles_16bit and on
+#      tile_cols's tests at 1001 columns (.gpu/var/tile_cols.o.xz, built at 238317d);
+#   4. device_run.sh sweep (the fine sweep beside PyTorch's kernels) with the time left.
+# (Reordered after three refused starts left 734 s of device time.)
 # Packed into $OUT/call2.tgz after each step, status.txt beside it.
 set -uo pipefail
 source bench/scripts/device_env.sh
@@ -18,40 +18,41 @@ st="$L/status.txt"
 pack() { tar -C /tmp -czf "$OUT/call2.tgz" call2; cp "$st" "$OUT/status.txt"; }
 link_harness h_tile3 && link_harness tile_cols || exit 1
 W=254201x66,233017x72,209716x80,172961x97,167773x100,149797x112,139811x120,132105x127,123362x136,104858x160,95326x176,83887x200,74899x224,72316x232,67109x250,65794x255,65281x257,55925x300,52429x320,50534x332,50383x333,49933x336,37450x448,33555x500,32833x511,32705x513,27963x600,26215x640,23968x700,21846x768,21593x777,16795x999,16778x1000,16761x1001,16711x1004,16401x1023
-for round in 1 2; do
-  for m in rule resident any; do
-    case $m in rule) e=() ;; resident) e=(LN_NO_TILE=1) ;; any) e=(LN_TILE_ANY=1) ;; esac
-    env "${e[@]}" timeout 60 /tmp/h_tile3 --bench-only --dtypes bf16 --shapes "$W" > $L/bench-bf16-$m-$round.txt 2>&1
-  done
+for m in rule resident any; do
+  case $m in rule) e=() ;; resident) e=(LN_NO_TILE=1) ;; any) e=(LN_TILE_ANY=1) ;; esac
+  env ${e[@]+"${e[@]}"} timeout 60 /tmp/h_tile3 --bench-only --dtypes bf16 --shapes "$W" > $L/bench-bf16-$m-1.txt 2>&1
 done
 for m in rule resident; do
   [ $m = resident ] && e=(LN_NO_TILE=1) || e=()
-  env "${e[@]}" timeout 60 /tmp/h_tile3 --bench-only --dtypes f16 --shapes "$W" > $L/bench-f16-$m.txt 2>&1
+  env ${e[@]+"${e[@]}"} timeout 60 /tmp/h_tile3 --bench-only --dtypes f16 --shapes "$W" > $L/bench-f16-$m.txt 2>&1
 done
 echo "harness bench at ${SECONDS}s" >> "$st"
+pack
 timeout 150 /tmp/h_tile3 --no-bench > $L/harness-tests.txt 2>&1
 echo "harness tests rc=$?: $(tail -1 $L/harness-tests.txt) at ${SECONDS}s" >> "$st"
 grep FAIL $L/harness-tests.txt | head -5 >> "$st"
 pack
-OUT=$L/run timeout 330 bash bench/scripts/device_run.sh tests,bench,sweep > $L/device_run.txt 2>&1
-echo "device_run tests,bench,sweep rc=$? at ${SECONDS}s" >> "$st"
-cat $L/run/status.txt >> "$st" 2>/dev/null
+B=/tmp/gpu-bins
+rm -rf "$B" && mkdir -p "$B" && tar -C "$B" --strip-components=1 -xJf .gpu/bins.tar.xz
+for t in ops layer_norm fused_grads; do
+  timeout 90 "$B/candle-nn-$t" --test-threads=4 _gpu > $L/test-$t.txt 2>&1
+  echo "vendored $t _gpu rc=$?: $(grep '^test result' $L/test-$t.txt) at ${SECONDS}s" >> "$st"
+  grep -E "^test .*FAILED|panicked" $L/test-$t.txt | head -5 >> "$st"
+done
 pack
+# The vendored test of the tile tiers under the sanitizers (device_run.sh's sanitizer phase
+# filters ops by ln_ / lno_), then tile_cols's tests at 1001 columns (bwd_tile's 32 x 4
+# rereading layout, l32v4t's).
 for tool in memcheck racecheck; do
+  timeout 120 compute-sanitizer --tool $tool --error-exitcode 1 $B/candle-nn-ops --test-threads=1 layer_norm_tiles_16bit_gpu > $L/sanitizer-vendored-$tool.txt 2>&1
+  echo "compute-sanitizer $tool ops layer_norm_tiles_16bit_gpu rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $L/sanitizer-vendored-$tool.txt | head -1) at ${SECONDS}s" >> "$st"
   timeout 40 compute-sanitizer --tool $tool --error-exitcode 1 /tmp/tile_cols --dtypes bf16 --test-cols 1001 --no-bench > $L/sanitizer-$tool.txt 2>&1
   echo "compute-sanitizer $tool tile_cols 1001 rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $L/sanitizer-$tool.txt | head -1) at ${SECONDS}s" >> "$st"
-done
-pack
-# The vendored test of the tile tiers (device_run.sh's sanitizer phase filters ops by ln_ / lno_).
-for tool in memcheck racecheck; do
-  timeout 120 compute-sanitizer --tool $tool --error-exitcode 1 /tmp/gpu-bins/candle-nn-ops --test-threads=1 layer_norm_tiles_16bit_gpu > $L/sanitizer-vendored-$tool.txt 2>&1
-  echo "compute-sanitizer $tool ops layer_norm_tiles_16bit_gpu rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $L/sanitizer-vendored-$tool.txt | head -1) at ${SECONDS}s" >> "$st"
-done
-pack
-if [ $SECONDS -lt 520 ]; then
-  OUT=$L/san timeout $((585 - SECONDS)) bash bench/scripts/device_run.sh sanitizer > $L/device_run_san.txt 2>&1
-  echo "device_run sanitizer rc=$? at ${SECONDS}s" >> "$st"
-  cat $L/san/status.txt >> "$st" 2>/dev/null
   pack
-fi
+done
+# The fine sweep beside PyTorch's kernels with the time left.
+OUT=$L/run timeout $((590 - SECONDS)) bash bench/scripts/device_run.sh sweep > $L/device_run.txt 2>&1
+echo "device_run sweep rc=$? at ${SECONDS}s" >> "$st"
+cat $L/run/status.txt >> "$st" 2>/dev/null
+pack
 cat "$st"
