@@ -4,7 +4,8 @@
 // each with the parameter reduce, same process. Checks every method's dx / dw / db against a
 // double reference first (exit code 1 on a failure).
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -I<candle-kernels/src> tile_exp.cu
-//   (-DTILE_COLS adds k_tile_cols, the groups' rows then the block's columns for dw / db)
+//   (the column layout of 2026-12-06, -DTILE_COLS k_tile_cols, lost at every width on an H100
+//   and was removed: commit 238317d has it)
 //   ./tile_exp [--dtypes f32,bf16,f16] [--cols 97,333,..] [--test-cols 97,..] [--no-test] [--no-bench]
 #include "layer_norm_bwd.cuh"
 #include "bwd_exp.cuh"
@@ -115,169 +116,6 @@ static void add_tile(std::vector<Method<T>> &out, const Prob<T> &P, int64_t tile
   out.push_back(m_);
 }
 
-#ifdef TILE_COLS
-// Variant (-DTILE_COLS): the groups take the tile's rows out of shared memory as bwd_tile's
-// rereading layout does (the mean, the three sums, dx) and leave each row's shift, mean and rstd
-// in shared memory; then the whole block adds dw / db column by column over the tile's rows, in
-// row order: a thread holds the partials of CJ columns (ncols <= CJ * THREADS) instead of a
-// lane's K, so a lane may cover 32 columns (rows to 1024) without spilling. One partial row per
-// block, no groups' partials to add.
-template <typename T, int LANES, int K, int CJ>
-__global__ void __launch_bounds__(layer_norm::TILE_THREADS)
-    k_tile_cols(const T *__restrict__ x, const T *__restrict__ dy, const T *__restrict__ w, T *__restrict__ dx,
-                Acc<T> *__restrict__ dw_part, Acc<T> *__restrict__ db_part, int64_t nrows, int64_t ncols,
-                int tile_rows, float eps) {
-  using namespace layer_norm;
-  using ACC = Acc<T>;
-  constexpr int THREADS = TILE_THREADS, NG = THREADS / LANES;
-  uint4 *smem = reinterpret_cast<uint4 *>(ln_dyn_smem);
-  const int64_t tw = tile_words<T>((int64_t)tile_rows * ncols);
-  // Stage s of x and of dy, computed: an array of the stages indexed by s would live in local memory.
-  auto sx = [&](int s) { return smem + 2 * tw * s; };
-  auto sdy = [&](int s) { return smem + tw + 2 * tw * s; };
-  uint4 *const sdx = smem + 4 * tw;
-  ACC *const sw = reinterpret_cast<ACC *>(smem + 5 * tw);
-  ACC *const sst = sw + ncols; // shift, mean, rstd of each row of the tile
-  const int lane = threadIdx.x % LANES, grp = threadIdx.x / LANES;
-  const int64_t n = nrows * ncols;
-  const int64_t ntiles = (nrows + tile_rows - 1) / tile_rows;
-  const ACC inv_n = ACC(1) / ACC(ncols);
-  ACC dwa[CJ], dba[CJ];
-#pragma unroll
-  for (int j = 0; j < CJ; ++j) {
-    dwa[j] = ACC(0);
-    dba[j] = ACC(0);
-  }
-  for (int64_t c = threadIdx.x; c < ncols; c += THREADS)
-    sw[c] = w ? to_acc(w[c]) : ACC(1);
-  auto copy_in = [&](int64_t t, int s) {
-    const int64_t e0 = t * tile_rows * ncols, e1 = min(nrows, (t + 1) * tile_rows) * ncols;
-    copy_tile_in<T, THREADS>(sx(s), x, n, e0, e1);
-    copy_tile_in<T, THREADS>(sdy(s), dy, n, e0, e1);
-    cp_async_commit();
-  };
-  int64_t t = blockIdx.x;
-  if (t < ntiles)
-    copy_in(t, 0);
-  for (int it = 0; t < ntiles; ++it, t += gridDim.x) {
-    const int s = it & 1;
-    if (t + gridDim.x < ntiles)
-      copy_in(t + gridDim.x, s ^ 1);
-    else
-      cp_async_commit();
-    cp_async_wait<1>();
-    __syncthreads();
-    const int64_t e0 = t * tile_rows * ncols;
-    const int rows = (int)(min(nrows, (t + 1) * tile_rows) - t * tile_rows);
-    const T *tx = reinterpret_cast<const T *>(sx(s)) + word_offset(x + e0);
-    const T *tdy = reinterpret_cast<const T *>(sdy(s)) + word_offset(dy + e0);
-    T *tdx = reinterpret_cast<T *>(sdx) + word_offset(dx + e0);
-    for (int r = grp; r < tile_rows; r += NG) {
-      const bool active = r < rows;
-      const T *xr = tx + (int64_t)r * ncols;
-      const T *gr = tdy + (int64_t)r * ncols;
-      const ACC shift = active ? to_acc(xr[0]) : ACC(0);
-      ACC s1[1] = {ACC(0)};
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const int c = lane + LANES * k;
-        if (active && c < ncols)
-          s1[0] += to_acc(xr[c]) - shift;
-      }
-      row_allreduce<LANES>(s1, static_cast<ACC *>(nullptr));
-      __syncwarp();
-      const ACC mean = s1[0] * inv_n;
-      ACC s3[3] = {ACC(0), ACC(0), ACC(0)};
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const int c = lane + LANES * k;
-        if (active && c < ncols) {
-          const ACC d = to_acc(xr[c]) - shift - mean, g = to_acc(gr[c]) * sw[c];
-          s3[0] += d * d;
-          s3[1] += g;
-          s3[2] += g * d;
-        }
-      }
-      row_allreduce<LANES>(s3, static_cast<ACC *>(nullptr));
-      __syncwarp();
-      const ACC rstd = ln_rstd(max(s3[0] * inv_n, ACC(0)), eps);
-      const ACC mg = s3[1] * inv_n;
-      const ACC mgx = s3[2] * rstd * inv_n;
-      if (active) {
-        if (lane == 0) {
-          sst[3 * r] = shift;
-          sst[3 * r + 1] = mean;
-          sst[3 * r + 2] = rstd;
-        }
-        T *dr = tdx + (int64_t)r * ncols;
-#pragma unroll
-        for (int k = 0; k < K; ++k) {
-          const int c = lane + LANES * k;
-          if (c < ncols) {
-            const ACC xhat = (to_acc(xr[c]) - shift - mean) * rstd;
-            dr[c] = from_acc<T>(rstd * (to_acc(gr[c]) * sw[c] - mg - xhat * mgx));
-          }
-        }
-      }
-    }
-    __syncthreads();
-    copy_tile_out<T, THREADS>(dx, sdx, e0, e0 + (int64_t)rows * ncols);
-#pragma unroll
-    for (int j = 0; j < CJ; ++j) {
-      const int64_t c = threadIdx.x + (int64_t)THREADS * j;
-      if (c < ncols) {
-#pragma unroll 4
-        for (int r = 0; r < rows; ++r) {
-          const ACC g = to_acc(tdy[(int64_t)r * ncols + c]);
-          const ACC xhat = (to_acc(tx[(int64_t)r * ncols + c]) - sst[3 * r] - sst[3 * r + 1]) * sst[3 * r + 2];
-          dwa[j] += g * xhat;
-          dba[j] += g;
-        }
-      }
-    }
-    __syncthreads();
-  }
-  cp_async_wait<0>();
-#pragma unroll
-  for (int j = 0; j < CJ; ++j) {
-    const int64_t c = threadIdx.x + (int64_t)THREADS * j;
-    if (c < ncols) {
-      if (dw_part)
-        dw_part[(int64_t)blockIdx.x * ncols + c] = dwa[j];
-      if (db_part)
-        db_part[(int64_t)blockIdx.x * ncols + c] = dba[j];
-    }
-  }
-}
-
-// A column-phase method: groups of L lanes, K columns a lane, tiles of about `tile_bytes` of x.
-template <typename T, int L, int K>
-static void add_tile_cols(std::vector<Method<T>> &out, const Prob<T> &P, int64_t tile_bytes) {
-  constexpr int THREADS = layer_norm::TILE_THREADS;
-  constexpr int CJ = (L * K + THREADS - 1) / THREADS;
-  if ((int64_t)L * K < P.C || (int64_t)L * K / 2 >= P.C)
-    return;
-  const int tile_rows = tile_rows_for(L, P, tile_bytes);
-  const size_t smem = (size_t)(5 * layer_norm::tile_words<T>((int64_t)tile_rows * P.C) * 16) +
-                      (size_t)(P.C + 3 * tile_rows) * sizeof(Acc<T>);
-  TileLaunch tl;
-  if (!tile_launch(reinterpret_cast<void *>(k_tile_cols<T, L, K, CJ>), smem, tile_rows, P, tl))
-    return;
-  const int64_t parts = tl.parts;
-  Method<T> m_;
-  m_.name = "cols l" + std::to_string(L) + "k" + std::to_string(K) + tl.desc;
-  m_.parts = parts;
-  m_.repeat = true;
-  m_.run = [=](Prob<T> &Q) {
-    k_tile_cols<T, L, K, CJ><<<(unsigned)parts, THREADS, smem>>>(Q.dx_, Q.ddy, Q.dw_, Q.ddx, Q.dwp, Q.dbp, Q.R,
-                                                                 Q.C, tile_rows, 1e-5f);
-    CK(cudaGetLastError());
-    Q.reduce(parts);
-  };
-  out.push_back(m_);
-}
-#endif
-
 template <typename T> static std::vector<Method<T>> methods(const Prob<T> &P) {
   std::vector<Method<T>> out;
   // The registry's narrow backward tiers for the dtype, in list order.
@@ -308,13 +146,6 @@ template <typename T> static std::vector<Method<T>> methods(const Prob<T> &P) {
       add_tile<T, 32, 4, true>(out, P, tb);
       add_tile<T, 32, 8, true>(out, P, tb);
     }
-#ifdef TILE_COLS
-    constexpr int V = 16 / sizeof(T);
-    add_tile_cols<T, 16, V>(out, P, tb);
-    add_tile_cols<T, 32, V>(out, P, tb);
-    add_tile_cols<T, 32, 2 * V>(out, P, tb);
-    add_tile_cols<T, 32, 4 * V>(out, P, tb);
-#endif
   }
   return out;
 }

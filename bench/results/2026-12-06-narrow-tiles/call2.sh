@@ -7,7 +7,7 @@
 #      the row), 32 MiB tensors; then every harness test;
 #   2. the vendored CUDA tests of the layer norm (.gpu/bins.tar.xz, pins 0001-0071);
 #   3. compute-sanitizer memcheck and racecheck on the vendored layer_norm_tiles_16bit and on
-#      tile_cols's tests at 1001 columns (.gpu/var/tile_cols.o.xz, built at 238317d);
+#      tile_exp's tests at 1001 columns (.gpu/var/tile_exp.o.xz, built at 238317d);
 #   4. device_run.sh sweep (the fine sweep beside PyTorch's kernels) with the time left.
 # (Reordered after three refused starts left 734 s of device time.)
 # Packed into $OUT/call2.tgz after each step, status.txt beside it.
@@ -16,7 +16,7 @@ source bench/scripts/device_env.sh
 L=/tmp/call2 && rm -rf $L && mkdir -p $L
 st="$L/status.txt"
 pack() { tar -C /tmp -czf "$OUT/call2.tgz" call2; cp "$st" "$OUT/status.txt"; }
-link_harness h_tile3 && link_harness tile_cols || exit 1
+link_harness h_tile3 && link_harness tile_exp || exit 1
 W=254201x66,233017x72,209716x80,172961x97,167773x100,149797x112,139811x120,132105x127,123362x136,104858x160,95326x176,83887x200,74899x224,72316x232,67109x250,65794x255,65281x257,55925x300,52429x320,50534x332,50383x333,49933x336,37450x448,33555x500,32833x511,32705x513,27963x600,26215x640,23968x700,21846x768,21593x777,16795x999,16778x1000,16761x1001,16711x1004,16401x1023
 for m in rule resident any; do
   case $m in rule) e=() ;; resident) e=(LN_NO_TILE=1) ;; any) e=(LN_TILE_ANY=1) ;; esac
@@ -41,13 +41,13 @@ for t in ops layer_norm fused_grads; do
 done
 pack
 # The vendored test of the tile tiers under the sanitizers (device_run.sh's sanitizer phase
-# filters ops by ln_ / lno_), then tile_cols's tests at 1001 columns (bwd_tile's 32 x 4
+# filters ops by ln_ / lno_), then tile_exp's tests at 1001 columns (bwd_tile's 32 x 4
 # rereading layout, l32v4t's).
 for tool in memcheck racecheck; do
   timeout 120 compute-sanitizer --tool $tool --error-exitcode 1 $B/candle-nn-ops --test-threads=1 layer_norm_tiles_16bit_gpu > $L/sanitizer-vendored-$tool.txt 2>&1
   echo "compute-sanitizer $tool ops layer_norm_tiles_16bit_gpu rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $L/sanitizer-vendored-$tool.txt | head -1) at ${SECONDS}s" >> "$st"
-  timeout 40 compute-sanitizer --tool $tool --error-exitcode 1 /tmp/tile_cols --dtypes bf16 --test-cols 1001 --no-bench > $L/sanitizer-$tool.txt 2>&1
-  echo "compute-sanitizer $tool tile_cols 1001 rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $L/sanitizer-$tool.txt | head -1) at ${SECONDS}s" >> "$st"
+  timeout 40 compute-sanitizer --tool $tool --error-exitcode 1 /tmp/tile_exp --dtypes bf16 --test-cols 1001 --no-bench > $L/sanitizer-$tool.txt 2>&1
+  echo "compute-sanitizer $tool tile_exp 1001 rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $L/sanitizer-$tool.txt | head -1) at ${SECONDS}s" >> "$st"
   pack
 done
 # The fine sweep beside PyTorch's kernels with the time left.
