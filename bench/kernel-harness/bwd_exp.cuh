@@ -1,5 +1,4 @@
-// Shared by the backward experiments beside the kernel harness (cluster_exp.cu, and tile_exp.cu
-// on the branch `tiles`):
+// Shared by the backward experiments beside the kernel harness (cluster_exp.cu, tile_exp.cu):
 // a problem's buffers, the ways to run it (kernels + parameter reduce), the check of each way
 // against a double reference and the bench loop (rows for a 32 MiB tensor).
 #pragma once
@@ -183,3 +182,43 @@ template <typename T, typename M> static void bench(int64_t C, M methods) {
   }
 }
 
+
+// The experiments' command line: --dtypes f32,bf16,f16 --cols C,.. --test-cols C,..
+// --no-test --no-bench (the defaults are each experiment's).
+struct ExpArgs {
+  std::string dtypes = ",f32,bf16,f16,";
+  std::vector<int64_t> cols, test_cols;
+  bool do_test = true, do_bench = true, default_tests = true;
+  ExpArgs(int argc, char **argv, std::vector<int64_t> cols_, std::vector<int64_t> test_cols_)
+      : cols(std::move(cols_)), test_cols(std::move(test_cols_)) {
+    auto list = [](char *arg) {
+      std::vector<int64_t> v;
+      for (char *t = strtok(arg, ","); t; t = strtok(nullptr, ","))
+        v.push_back(atoll(t));
+      return v;
+    };
+    for (int i = 1; i < argc; ++i) {
+      if (!strcmp(argv[i], "--dtypes") && i + 1 < argc)
+        dtypes = std::string(",") + argv[++i] + ",";
+      else if (!strcmp(argv[i], "--cols") && i + 1 < argc)
+        cols = list(argv[++i]);
+      else if (!strcmp(argv[i], "--test-cols") && i + 1 < argc) {
+        test_cols = list(argv[++i]);
+        default_tests = false;
+      } else if (!strcmp(argv[i], "--no-test"))
+        do_test = false;
+      else if (!strcmp(argv[i], "--no-bench"))
+        do_bench = false;
+    }
+  }
+  bool has(const char *dtype) const { return dtypes.find(std::string(",") + dtype + ",") != std::string::npos; }
+};
+
+// The device's SM count and opt-in shared memory into g_sms / g_max_smem_optin, printed.
+static void exp_device_init() {
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  g_sms = prop.multiProcessorCount;
+  g_max_smem_optin = prop.sharedMemPerBlockOptin;
+  printf("device %s, %d SMs\n", prop.name, g_sms);
+}

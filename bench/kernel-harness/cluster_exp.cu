@@ -140,53 +140,31 @@ template <typename T> static std::vector<Method<T>> methods(const Prob<T> &P) {
 }
 
 int main(int argc, char **argv) {
-  std::string dtypes = ",f32,bf16,f16,";
-  std::vector<int64_t> cols = {10000, 12288, 15001, 16384, 20000, 24576, 30001, 32768, 40000, 49152, 50000, 65535, 65536};
-  std::vector<int64_t> test_cols = {20000, 30001, 65536};
-  bool do_test = true, do_bench = true, default_tests = true;
-  for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--dtypes") && i + 1 < argc)
-      dtypes = std::string(",") + argv[++i] + ",";
-    else if (!strcmp(argv[i], "--cols") && i + 1 < argc) {
-      cols.clear();
-      for (char *t = strtok(argv[++i], ","); t; t = strtok(nullptr, ","))
-        cols.push_back(atoll(t));
-    } else if (!strcmp(argv[i], "--test-cols") && i + 1 < argc) {
-      test_cols.clear();
-      default_tests = false;
-      for (char *t = strtok(argv[++i], ","); t; t = strtok(nullptr, ","))
-        test_cols.push_back(atoll(t));
-    } else if (!strcmp(argv[i], "--no-test"))
-      do_test = false;
-    else if (!strcmp(argv[i], "--no-bench"))
-      do_bench = false;
-  }
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
-  g_sms = prop.multiProcessorCount;
-  g_max_smem_optin = prop.sharedMemPerBlockOptin;
-  printf("device %s, %d SMs\n", prop.name, g_sms);
-  if (do_test) {
-    for (int64_t c : test_cols) {
-      if (dtypes.find(",f32,") != std::string::npos)
+  const ExpArgs args(argc, argv,
+                     {10000, 12288, 15001, 16384, 20000, 24576, 30001, 32768, 40000, 49152, 50000, 65535, 65536},
+                     {20000, 30001, 65536});
+  exp_device_init();
+  if (args.do_test) {
+    for (int64_t c : args.test_cols) {
+      if (args.has("f32"))
         test<float>(37, c, 0, methods<float>);
-      if (dtypes.find(",bf16,") != std::string::npos)
+      if (args.has("bf16"))
         test<__nv_bfloat16>(37, c, 0, methods<__nv_bfloat16>);
-      if (dtypes.find(",f16,") != std::string::npos)
+      if (args.has("f16"))
         test<__half>(37, c, c % 2 ? 1 : 0, methods<__half>);
     }
-    if (default_tests) {
+    if (args.default_tests) {
       test<__nv_bfloat16>(300, 16384, 1, methods<__nv_bfloat16>);
       test<float>(1, 49152, 0, methods<float>);
     }
     printf("tests: %d passed, %d failed\n", g_pass, g_fail);
   }
-  for (int64_t c : do_bench ? cols : std::vector<int64_t>{}) {
-    if (dtypes.find(",f32,") != std::string::npos)
+  for (int64_t c : args.do_bench ? args.cols : std::vector<int64_t>{}) {
+    if (args.has("f32"))
       bench<float>(c, methods<float>);
-    if (dtypes.find(",bf16,") != std::string::npos)
+    if (args.has("bf16"))
       bench<__nv_bfloat16>(c, methods<__nv_bfloat16>);
-    if (dtypes.find(",f16,") != std::string::npos)
+    if (args.has("f16"))
       bench<__half>(c, methods<__half>);
   }
   return g_fail ? 1 : 0;

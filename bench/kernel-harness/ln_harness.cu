@@ -34,6 +34,9 @@ struct Tier {
 static const Tier ALL_FWD[] = {LAYER_NORM_FWD_TIERS(TIER_ROW) LAYER_NORM_FWD_SWEEP_TIERS(TIER_ROW)};
 static const Tier ALL_BWD[] = {LAYER_NORM_BWD_TIERS(TIER_ROW, TIER_ROW, TIER_ROW) LAYER_NORM_BWD_SWEEP_TIERS(TIER_ROW)};
 static const int N_ALL_FWD = sizeof(ALL_FWD) / sizeof(Tier), N_ALL_BWD = sizeof(ALL_BWD) / sizeof(Tier);
+// The layer norm backward's tile tiers (bwd_tile), every row for every dtype.
+static const Tier ALL_TILE[] = {LAYER_NORM_BWD_TILE_TIERS(TIER_ROW, TIER_ROW, TIER_ROW)};
+static const int N_ALL_TILE = sizeof(ALL_TILE) / sizeof(Tier);
 
 // The host's tables (candle-nn/src/layer_norm_cuda.rs reads the same registry lists); the
 // backward's for 16-bit dtypes (X16 rows) and for the others (X32 rows).
@@ -45,6 +48,9 @@ static const char *BWD_TABLE32[] = {LAYER_NORM_BWD_TIERS(TIER_TAG, TIER_NONE, TI
 static const int N_FWD_TABLE = sizeof(FWD_TABLE) / sizeof(char *);
 static const int N_BWD_TABLE16 = sizeof(BWD_TABLE16) / sizeof(char *);
 static const int N_BWD_TABLE32 = sizeof(BWD_TABLE32) / sizeof(char *);
+// Empty lists keep a null entry (a zero-size array is not C++).
+static const char *TILE_TABLE16[] = {LAYER_NORM_BWD_TILE_TIERS(TIER_TAG, TIER_TAG, TIER_NONE) nullptr};
+static const char *TILE_TABLE32[] = {LAYER_NORM_BWD_TILE_TIERS(TIER_TAG, TIER_NONE, TIER_TAG) nullptr};
 
 // Kernel index: 0..N-1 into ALL_*, N = big (forward) / split (backward).
 static int find_tier(const Tier *all, int n, const char *tag) {
@@ -62,6 +68,12 @@ template <typename T> struct KT;
     typedef void (*Fwd)(const T *, T *, const T *, const T *, int64_t, int64_t, float);            \
     typedef void (*Bwd)(const T *, const T *, const T *, T *, A *, A *, int64_t, int64_t, float);  \
     typedef void (*Red)(const A *, const A *, T *, T *, int64_t, int64_t);                         \
+    typedef void (*Tile)(const T *, const T *, const T *, T *, A *, A *, int64_t, int64_t, int,    \
+                         float);                                                                   \
+    static Tile tile(int i) {                                                                      \
+      static const Tile t[] = {LAYER_NORM_BWD_TILE_TIERS(KB_##S, KB_##S, KB_##S)};                 \
+      return t[i];                                                                                 \
+    }                                                                                              \
     typedef void (*SplitStats)(const T *, const T *, const T *, A *, int64_t, int64_t);            \
     typedef void (*SplitDx)(const T *, const T *, const T *, const A *, T *, A *, A *, int64_t,    \
                             int64_t, float);                                                       \
@@ -162,6 +174,29 @@ template <typename T> static int pick_tier(int64_t ncols, bool bwd) {
   }
   return nall; // big / split
 }
+// The tile tier the host takes for the layer norm's backward (layer_norm_cuda.rs, bwd), or -1,
+// and its geometry (TileGeometry): rows of a tile, dynamic shared memory.
+// The host's tile tier (layer_norm_cuda.rs, tile_tier): the first that holds the row, where the
+// row fills more than half of it and has no 8-byte vectors or leaves lanes of a one-vector tier idle.
+template <typename T> static int pick_tile(int64_t ncols) {
+  const int64_t nvec = (ncols + 16 / (int64_t)sizeof(T) - 1) / (16 / (int64_t)sizeof(T));
+  const char *const *table = sizeof(T) == 2 ? TILE_TABLE16 : TILE_TABLE32;
+  for (int i = 0; table[i]; ++i) {
+    const int t = find_tier(ALL_TILE, N_ALL_TILE, table[i]);
+    const int64_t slots = (int64_t)ALL_TILE[t].lanes * ALL_TILE[t].vecs;
+    if (slots < nvec)
+      continue;
+    const bool idle_lanes = ALL_TILE[t].vecs == 1 && nvec < ALL_TILE[t].lanes;
+    const bool any = getenv("LN_TILE_ANY") != nullptr; // LN_TILE_ANY=1: every row a tile tier holds
+    return any || (2 * nvec > slots && (unaligned_16bit<T>(ncols) || idle_lanes)) ? t : -1;
+  }
+  return -1;
+}
+template <typename T> static void tile_geometry(int t, int64_t nrows, int64_t ncols, int &tile_rows, size_t &smem) {
+  tile_rows = (int)layer_norm::tile_rows_of<T>(ALL_TILE[t].lanes, nrows, ncols);
+  smem = (size_t)layer_norm::tile_smem_bytes<T>(ALL_TILE[t].lanes, layer_norm::tile_reread<T>(ALL_TILE[t].vecs),
+                                                 tile_rows, ncols);
+}
 // The split backward (layer_norm_bwd.cuh): its two tiers, as layer_norm_cuda.rs (SplitTiers).
 static const Tier SPLIT_STATS[] = {LAYER_NORM_BWD_SPLIT_STATS_TIER(TIER_ROW)};
 static const Tier SPLIT_DX[] = {LAYER_NORM_BWD_SPLIT_DX_TIER(TIER_ROW)};
@@ -227,6 +262,10 @@ template <typename T> struct Problem {
   DBuf<ACC> dwp, dbp, stats;
   int fwd_tier, bwd_tier, fwd_grid, bwd_grid;
   size_t bwd_smem;
+  // The backward's tile tier (index into ALL_TILE) where the host takes one, else -1; the
+  // rows of its tiles. LN_NO_TILE=1 keeps the resident tiers (to time one against the other),
+  // LN_TILE_ANY=1 takes a tile tier wherever one holds the row.
+  int tile = -1, tile_rows = 0;
   // Both directions run the tier's `words` instance: 16-bit rows that fit no 8-byte vector, as
   // layer_norm_cuda.rs (LaunchPlan::words_when_unaligned), forced tiers included when they have one;
   // the split backward its `words` kernels (SplitTiers::names).
@@ -276,6 +315,12 @@ template <typename T> struct Problem {
     CK(cudaMemcpy(db_.p, b.data(), c * sizeof(T), cudaMemcpyHostToDevice));
     fwd_tier = fwd_t >= 0 ? fwd_t : pick_tier<T>(c, false);
     bwd_tier = bwd_t >= 0 ? bwd_t : pick_tier<T>(c, true);
+    tile = bwd_t >= 0 || getenv("LN_NO_TILE") ? -1 : pick_tile<T>(c);
+    if (tile >= 0) {
+      tile_geometry<T>(tile, r, c, tile_rows, bwd_smem);
+      if (bwd_smem > (size_t)g_max_smem_optin)
+        tile = -1;
+    }
     words = unaligned_16bit<T>(c) &&
             (bwd_tier < N_ALL_BWD ? KT<T>::bwd_words(ALL_BWD[bwd_tier].tag) != nullptr
                                   : KT<T>::split_stats_words() != nullptr) &&
@@ -289,12 +334,20 @@ template <typename T> struct Problem {
     if (fwd_tier < N_ALL_FWD && ALL_FWD[fwd_tier].prefetch)
       fwd_grid = std::min(fwd_grid, g_sms * std::max(1, occupancy(fwd_fn(), fwd_threads(), 0)));
     // Backward: persistent, capped at what is resident (layer_norm_cuda.rs).
-    bwd_smem = bwd_smem_bytes<T>(ALL_BWD, bwd_tier, N_ALL_BWD, c);
+    if (tile < 0)
+      bwd_smem = bwd_smem_bytes<T>(ALL_BWD, bwd_tier, N_ALL_BWD, c);
     // Opt in whenever there is dynamic shared memory: past 48 KiB counts the kernel's static
     // shared memory too (as layer_norm_cuda.rs, LaunchPlan::prepare).
     if (bwd_smem > 0)
-      CK(cudaFuncSetAttribute(bwd_fn(), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bwd_smem));
-    if (bwd_tier == N_ALL_BWD) {
+      CK(cudaFuncSetAttribute(tile >= 0 ? (const void *)KT<T>::tile(tile) : (const void *)bwd_fn(),
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bwd_smem));
+    if (tile >= 0) {
+      // As many blocks as are resident, at most one a tile (layer_norm_cuda.rs, bwd_tile).
+      words = false;
+      const int64_t ntiles = std::max<int64_t>(1, (r + tile_rows - 1) / tile_rows);
+      bwd_grid = (int)std::min<int64_t>(
+          ntiles, (int64_t)g_sms * std::max(1, occupancy(KT<T>::tile(tile), LAYER_NORM_BWD_TILE_THREADS, bwd_smem)));
+    } else if (bwd_tier == N_ALL_BWD) {
       // Split: the grid is the dx kernel's parts (gridDim.y), as many blocks as are resident
       // over the column blocks (layer_norm_cuda.rs, bwd_split).
       const int64_t ncb = split_col_blocks<T>(c), tile = SPLIT_DX[0].lanes / 32;
@@ -332,9 +385,11 @@ template <typename T> struct Problem {
   }
   typename KT<T>::SplitDx split_dx_fn() const { return words ? KT<T>::split_dx_words() : KT<T>::split_dx(); }
   int fwd_threads() const { return tier_threads(ALL_FWD, fwd_tier, N_ALL_FWD); }
-  int bwd_threads() const { return tier_threads(ALL_BWD, bwd_tier, N_ALL_BWD); }
+  int bwd_threads() const {
+    return tile >= 0 ? LAYER_NORM_BWD_TILE_THREADS : tier_threads(ALL_BWD, bwd_tier, N_ALL_BWD);
+  }
   const char *fwd_name() const { return tier_name(ALL_FWD, fwd_tier, N_ALL_FWD); }
-  const char *bwd_name() const { return tier_name(ALL_BWD, bwd_tier, N_ALL_BWD); }
+  const char *bwd_name() const { return tile >= 0 ? ALL_TILE[tile].tag : tier_name(ALL_BWD, bwd_tier, N_ALL_BWD); }
   void fwd(int grid = 0) {
     if (!grid)
       grid = fwd_grid;
@@ -345,6 +400,13 @@ template <typename T> struct Problem {
   void bwd_main(int grid = 0, bool want_dw = true, bool want_db = true) {
     if (!grid)
       grid = bwd_grid;
+    if (tile >= 0) {
+      KT<T>::tile(tile)<<<grid, LAYER_NORM_BWD_TILE_THREADS, bwd_smem>>>(
+          dx_.p, ddy.p, has_w ? dw_.p : nullptr, ddx.p, want_dw ? dwp.p : nullptr, want_db ? dbp.p : nullptr,
+          nrows, ncols, tile_rows, eps);
+      CK(cudaGetLastError());
+      return;
+    }
     if (bwd_tier == N_ALL_BWD) {
       if (nrows == 0)
         return;
@@ -716,6 +778,8 @@ template <typename T> static void print_attrs() {
     show("bwd", tier_name(ALL_BWD, i, N_ALL_BWD), (const void *)KT<T>::bwd(i), tier_threads(ALL_BWD, i, N_ALL_BWD));
   show("bwd", "split-st", (const void *)KT<T>::split_stats(), SPLIT_STATS[0].lanes);
   show("bwd", "split-dx", (const void *)KT<T>::split_dx(), SPLIT_DX[0].lanes);
+  for (int i = 0; i < N_ALL_TILE; ++i)
+    show("bwd", ALL_TILE[i].tag, (const void *)KT<T>::tile(i), LAYER_NORM_BWD_TILE_THREADS);
   show("red", "reduce", (const void *)KT<T>::red(), 1024);
 }
 

@@ -52,6 +52,9 @@ struct Args {
     /// With `--sweep`: only its hidden sizes of at least this many columns.
     #[arg(long, default_value_t = 0)]
     sweep_from: usize,
+    /// With `--sweep`: only its hidden sizes of at most this many columns.
+    #[arg(long, default_value_t = usize::MAX)]
+    sweep_to: usize,
 }
 
 const EPS: f32 = 1e-5;
@@ -109,7 +112,8 @@ fn main() -> Result<()> {
     for dtype in args.dtypes.split(',') {
         let dtype: DType = dtype.parse()?;
         if args.sweep {
-            for cols in sweep_hidden().into_iter().filter(|&c| c >= args.sweep_from) {
+            let in_range = |c: &usize| (args.sweep_from..=args.sweep_to).contains(c);
+            for cols in sweep_hidden().into_iter().filter(in_range) {
                 let rows = sweep_rows(cols, dtype.size_in_bytes());
                 bench_ops(&dev, &inputs(&dev, dtype, rows, cols)?, args.reps, &mut out)?;
                 eprintln!("sweep {} {rows}x{cols} done", dtype.as_str());

@@ -91,6 +91,17 @@
 #define LN_BWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
   NORM_BWD_KERNEL(layernorm_bwd_##TAG##_##S, false, false, T, ACC, L, VV, SM, PF, MINB)
 
+// The layer norm's backward of a tile tier (LAYER_NORM_BWD_TILE_TIERS): the ABI of the resident
+// tiers plus tile_rows, the rows of a tile (a multiple of LAYER_NORM_BWD_TILE_THREADS / L).
+#define LN_BWD_TILE_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                    \
+  extern "C" __global__ void __launch_bounds__(LAYER_NORM_BWD_TILE_THREADS, MINB)                 \
+      layernorm_bwd_##TAG##_##S(const T *x, const T *dy, const T *w, T *dx, ACC *dw_part,         \
+                                ACC *db_part, const int64_t nrows, const int64_t ncols,           \
+                                const int tile_rows, const float eps) {                           \
+    layer_norm::bwd_tile<T, L, VV, layer_norm::tile_reread<T>(VV)>(x, dy, w, dx, dw_part, db_part, \
+                                                                   nrows, ncols, tile_rows, eps);  \
+  }
+
 // The RMS norm, same tiers and ABI (rmsnorm_fwd_<tier>_<dtype>, rmsnorm_bwd_<tier>_<dtype>: b and
 // db_part are NULL); its weight partials are added by layernorm_bwd_reduce.
 #define RN_FWD_KERNEL(T, ACC, S, TAG, L, VV, SM, PF, MINB)                                         \
@@ -165,6 +176,10 @@
 #define RN_BWD_ROW32(...) LN_IF32(RN_BWD_ROW(__VA_ARGS__))
 #define SM_BWD_ROW16(...) LN_IF16(SM_BWD_ROW(__VA_ARGS__))
 #define SM_BWD_ROW32(...) LN_IF32(SM_BWD_ROW(__VA_ARGS__))
+#define LN_BWD_TILE_ROW(TAG, L, VV, SM, PF, MINB)                                                  \
+  LN_EXPAND(LN_BWD_TILE_KERNEL, LN_T, LN_ACC, LN_S, TAG, L, VV, SM, PF, MINB)
+#define LN_BWD_TILE_ROW16(...) LN_IF16(LN_BWD_TILE_ROW(__VA_ARGS__))
+#define LN_BWD_TILE_ROW32(...) LN_IF32(LN_BWD_TILE_ROW(__VA_ARGS__))
 #define LN_KEEP(...) __VA_ARGS__
 #define LN_DROP(...)
 #ifdef LAYER_NORM_SWEEP
@@ -242,6 +257,7 @@
   }                                                                                                \
   LAYER_NORM_FWD_TIERS(LN_FWD_ROW)                                                                 \
   LAYER_NORM_BWD_TIERS(LN_BWD_ROW, LN_BWD_ROW16, LN_BWD_ROW32)                                     \
+  LAYER_NORM_BWD_TILE_TIERS(LN_BWD_TILE_ROW, LN_BWD_TILE_ROW16, LN_BWD_TILE_ROW32)                 \
   LAYER_NORM_FWD_TIERS(RN_FWD_ROW)                                                                 \
   LAYER_NORM_BWD_TIERS(RN_BWD_ROW, RN_BWD_ROW16, RN_BWD_ROW32)                                     \
   LAYER_NORM_FWD_TIERS(LN_FWD_WORDS_ROW)                                                           \

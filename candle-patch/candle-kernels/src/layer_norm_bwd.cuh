@@ -535,6 +535,220 @@ __device__ __forceinline__ void bwd_resident(const T *__restrict__ x, const T *_
   }
 }
 
+constexpr int TILE_THREADS = LAYER_NORM_BWD_TILE_THREADS;
+
+// Whether a lane of a tile tier of `vecs` vectors rereads x and dy (more columns than
+// LAYER_NORM_BWD_TILE_REREAD).
+template <typename T> __host__ __device__ constexpr bool tile_reread(int vecs) {
+  return vecs * (16 / (int)sizeof(T)) > LAYER_NORM_BWD_TILE_REREAD;
+}
+
+// The rows of a tile of a tile tier whose groups have `lanes` threads: about
+// LAYER_NORM_BWD_TILE_BYTES of x, a whole number of rows for each group, no more than the tensor's
+// rows need. The host computes the same (layer_norm_cuda.rs, TileGeometry).
+template <typename T> __host__ __device__ inline int64_t tile_rows_of(int lanes, int64_t nrows, int64_t ncols) {
+  const int64_t groups = TILE_THREADS / lanes;
+  const int64_t group_bytes = groups * (ncols > 1 ? ncols : 1) * (int64_t)sizeof(T);
+  int64_t per_group = (LAYER_NORM_BWD_TILE_BYTES + group_bytes / 2) / group_bytes;
+  const int64_t need = (nrows + groups - 1) / groups;
+  per_group = per_group < need ? per_group : need;
+  return groups * (per_group > 1 ? per_group : 1);
+}
+
+// The dynamic shared memory of bwd_tile: two stages of x and dy and the dx of a tile, then the
+// weights (REREAD), or the groups' partials at the end if more (layer_norm_cuda.rs,
+// TileGeometry).
+template <typename T>
+__host__ __device__ inline int64_t tile_smem_bytes(int lanes, bool reread, int64_t tile_rows, int64_t ncols) {
+  typedef typename acc_type<T>::type ACC;
+  const int64_t staged = 5 * tile_words<T>(tile_rows * ncols) * 16 + (reread ? ncols * (int64_t)sizeof(ACC) : 0);
+  const int64_t partials = 2 * (TILE_THREADS / lanes) * ncols * (int64_t)sizeof(ACC);
+  return staged > partials ? staged : partials;
+}
+
+// Backward, narrow rows staged by tiles (the registry's LAYER_NORM_BWD_TILE_TIERS): a tile is
+// tile_rows consecutive rows, one contiguous range of the tensor whatever the row's width, so
+// the block copies it into shared memory in 16-byte words (copy_tile_in, the next tile's copy in
+// flight while this one is computed) and writes its dx back the same way, where the resident
+// tiers load a row without vectors (16-bit odd widths) element by element and leave a quarter
+// of their lanes idle at widths like 96 or 384. In shared memory a group of LANES (<= 32)
+// lanes takes a row, lane l its columns l + LANES * k (k < VECS * V), with the same per-row
+// arithmetic as bwd_resident; the dw / db partials of its columns stay in registers across the
+// block's tiles and are added in group order at the end: one partial row per block, for
+// bwd_reduce. REREAD: x and dy are read from shared memory in each of the row's three passes
+// (the mean, the sums, dx) and the weights kept there, instead of 3 * VECS * V registers a lane.
+// Dynamic shared memory: tile_smem_bytes.
+template <typename T, int LANES, int VECS, bool REREAD>
+__device__ __forceinline__ void bwd_tile(const T *__restrict__ x, const T *__restrict__ dy,
+                                         const T *__restrict__ w, T *__restrict__ dx,
+                                         typename acc_type<T>::type *__restrict__ dw_part,
+                                         typename acc_type<T>::type *__restrict__ db_part, int64_t nrows,
+                                         int64_t ncols, int tile_rows, float eps) {
+  using ACC = typename acc_type<T>::type;
+  constexpr int THREADS = TILE_THREADS;
+  constexpr int K = VECS * Pack<T>::N; // columns a lane
+  constexpr int NG = THREADS / LANES;  // groups a block
+  static_assert(LANES <= 32 && 32 % LANES == 0, "a row's lanes inside a warp");
+  uint4 *smem = reinterpret_cast<uint4 *>(ln_dyn_smem);
+  // Two stages of x and dy, then dx, then (REREAD) the weights.
+  const int64_t tw = tile_words<T>((int64_t)tile_rows * ncols);
+  // Stage s of x and of dy, computed: an array of the stages indexed by s would live in local memory.
+  auto sx = [&](int s) { return smem + 2 * tw * s; };
+  auto sdy = [&](int s) { return smem + tw + 2 * tw * s; };
+  uint4 *const sdx = smem + 4 * tw;
+  ACC *const sw = reinterpret_cast<ACC *>(smem + 5 * tw);
+  const int lane = threadIdx.x % LANES, grp = threadIdx.x / LANES;
+  const int64_t n = nrows * ncols;
+  const int64_t ntiles = (nrows + tile_rows - 1) / tile_rows;
+  const ACC inv_n = ACC(1) / ACC(ncols);
+
+  ACC wv[REREAD ? 1 : K], dwa[K], dba[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t c = lane + (int64_t)LANES * k;
+    if constexpr (!REREAD)
+      wv[k] = w && c < ncols ? to_acc(w[c]) : ACC(1);
+    dwa[k] = ACC(0);
+    dba[k] = ACC(0);
+  }
+  if constexpr (REREAD) {
+    // Read after the first tile's barrier.
+    for (int64_t c = threadIdx.x; c < ncols; c += THREADS)
+      sw[c] = w ? to_acc(w[c]) : ACC(1);
+  }
+  auto weight = [&](int k, int c) -> ACC {
+    if constexpr (REREAD)
+      return sw[c];
+    else
+      return wv[k];
+  };
+  auto copy_in = [&](int64_t t, int s) {
+    const int64_t e0 = t * tile_rows * ncols, e1 = min(nrows, (t + 1) * tile_rows) * ncols;
+    copy_tile_in<T, THREADS>(sx(s), x, n, e0, e1);
+    copy_tile_in<T, THREADS>(sdy(s), dy, n, e0, e1);
+    cp_async_commit();
+  };
+
+  int64_t t = blockIdx.x;
+  if (t < ntiles)
+    copy_in(t, 0);
+  for (int it = 0; t < ntiles; ++it, t += gridDim.x) {
+    const int s = it & 1;
+    // The next tile into the other stage (its last reads were before the previous tile's
+    // final barrier); an empty group past the last keeps wait<1> on this tile's.
+    if (t + gridDim.x < ntiles)
+      copy_in(t + gridDim.x, s ^ 1);
+    else
+      cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    const int64_t e0 = t * tile_rows * ncols;
+    const int rows = (int)(min(nrows, (t + 1) * tile_rows) - t * tile_rows);
+    const T *tx = reinterpret_cast<const T *>(sx(s)) + word_offset(x + e0);
+    const T *tdy = reinterpret_cast<const T *>(sdy(s)) + word_offset(dy + e0);
+    T *tdx = reinterpret_cast<T *>(sdx) + word_offset(dx + e0);
+    // tile_rows is a multiple of NG: the groups of a warp run the same rows (the shuffles).
+    for (int r = grp; r < tile_rows; r += NG) {
+      const bool active = r < rows;
+      const T *xr = tx + (int64_t)r * ncols;
+      const T *gr = tdy + (int64_t)r * ncols;
+      ACC xv[REREAD ? 1 : K], gv[REREAD ? 1 : K];
+      // The shift K = the row's first element, as bwd_resident.
+      const ACC shift = active ? to_acc(xr[0]) : ACC(0);
+      ACC s1[1] = {ACC(0)};
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int c = lane + LANES * k;
+        const bool in = active && c < ncols;
+        if constexpr (REREAD) {
+          if (in)
+            s1[0] += to_acc(xr[c]) - shift;
+        } else {
+          xv[k] = in ? to_acc(xr[c]) - shift : ACC(0);
+          gv[k] = in ? to_acc(gr[c]) : ACC(0);
+          s1[0] += xv[k];
+        }
+      }
+      row_allreduce<LANES>(s1, static_cast<ACC *>(nullptr));
+      // REREAD: a fence, so that the compiler reads x and dy again rather than keeping them.
+      if constexpr (REREAD)
+        __syncwarp();
+      const ACC mean = s1[0] * inv_n;
+      // x - K - mean and dy of the lane's column k (c).
+      auto d_of = [&](int k, int c) -> ACC {
+        if constexpr (REREAD)
+          return to_acc(xr[c]) - shift - mean;
+        else
+          return xv[k] - mean;
+      };
+      auto dy_of = [&](int k, int c) -> ACC {
+        if constexpr (REREAD)
+          return to_acc(gr[c]);
+        else
+          return gv[k];
+      };
+      ACC s3[3] = {ACC(0), ACC(0), ACC(0)};
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int c = lane + LANES * k;
+        if (active && c < ncols) {
+          const ACC d = d_of(k, c), g = dy_of(k, c) * weight(k, c);
+          s3[0] += d * d;
+          s3[1] += g;
+          s3[2] += g * d;
+        }
+      }
+      row_allreduce<LANES>(s3, static_cast<ACC *>(nullptr));
+      if constexpr (REREAD)
+        __syncwarp();
+      const ACC rstd = ln_rstd(max(s3[0] * inv_n, ACC(0)), eps);
+      const ACC mg = s3[1] * inv_n;
+      const ACC mgx = s3[2] * rstd * inv_n;
+      if (active) {
+        T *dr = tdx + (int64_t)r * ncols;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+          const int c = lane + LANES * k;
+          if (c < ncols) {
+            const ACC xhat = d_of(k, c) * rstd, g = dy_of(k, c);
+            dr[c] = from_acc<T>(rstd * (g * weight(k, c) - mg - xhat * mgx));
+            dwa[k] += g * xhat;
+            dba[k] += g;
+          }
+        }
+      }
+    }
+    __syncthreads();
+    copy_tile_out<T, THREADS>(dx, sdx, e0, e0 + (int64_t)rows * ncols);
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  // The groups' partials, added in group order (the room: see tile_smem_bytes).
+  ACC *pw = reinterpret_cast<ACC *>(smem);
+  ACC *pb = pw + (int64_t)NG * ncols;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int c = lane + LANES * k;
+    if (c < ncols) {
+      pw[(int64_t)grp * ncols + c] = dwa[k];
+      pb[(int64_t)grp * ncols + c] = dba[k];
+    }
+  }
+  __syncthreads();
+  for (int64_t c = threadIdx.x; c < ncols; c += THREADS) {
+    ACC aw = pw[c], ab = pb[c];
+    for (int g = 1; g < NG; ++g) {
+      aw += pw[(int64_t)g * ncols + c];
+      ab += pb[(int64_t)g * ncols + c];
+    }
+    if (dw_part)
+      dw_part[(int64_t)blockIdx.x * ncols + c] = aw;
+    if (db_part)
+      db_part[(int64_t)blockIdx.x * ncols + c] = ab;
+  }
+}
+
 // Backward, rows past the widest tier: split over blocks. Holding a whole row
 // per block would leave a row's dw / db partials nowhere to accumulate across
 // rows (registers and shared memory are too small), so the row is cut into

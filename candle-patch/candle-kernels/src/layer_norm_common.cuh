@@ -351,6 +351,85 @@ __device__ __forceinline__ void cp_async_wait_all() {
 #endif
 }
 
+// Waits for the copies of the thread but its N most recent groups.
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+// One element as ACC, and an ACC as an element (rounded to nearest).
+__device__ __forceinline__ float to_acc(float v) { return v; }
+__device__ __forceinline__ double to_acc(double v) { return v; }
+template <typename T> __device__ __forceinline__ T from_acc(typename acc_type<T>::type v) { return v; }
+#ifdef LN_HAS_F16
+__device__ __forceinline__ float to_acc(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ __half from_acc<__half>(float v) { return __float2half_rn(v); }
+#endif
+#ifdef LN_HAS_BF16
+__device__ __forceinline__ float to_acc(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+#endif
+
+// 16-byte words of shared memory that hold `elems` consecutive elements starting anywhere in a
+// word.
+template <typename T> __host__ __device__ __forceinline__ int64_t tile_words(int64_t elems) {
+  return (elems * (int64_t)sizeof(T) + 15) / 16 + 1;
+}
+
+// Element offset of p in its 16-byte word.
+template <typename T> __device__ __forceinline__ int word_offset(const T *p) {
+  return (int)((reinterpret_cast<uintptr_t>(p) & 15) / sizeof(T));
+}
+
+// Copies elements [e0, e1) of p, a tensor of n elements, to s, the block's THREADS threads
+// together: word i of s is the 16-byte word of p + e0 (rounded down to a word), plus i. Words
+// wholly inside the tensor with cp_async16 (wait with cp_async_wait), the others element by
+// element, only the range's elements.
+template <typename T, int THREADS>
+__device__ __forceinline__ void copy_tile_in(uint4 *s, const T *p, int64_t n, int64_t e0, int64_t e1) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p + e0), b = reinterpret_cast<uintptr_t>(p + e1);
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(p), hi = reinterpret_cast<uintptr_t>(p + n);
+  const uintptr_t a0 = a & ~uintptr_t(15);
+  const int64_t nw = (int64_t)((b - a0 + 15) / 16);
+  for (int64_t i = threadIdx.x; i < nw; i += THREADS) {
+    const uintptr_t g = a0 + 16 * (uintptr_t)i;
+    if (g >= lo && g + 16 <= hi) {
+      cp_async16(s + i, reinterpret_cast<const void *>(g));
+    } else {
+      for (int j = 0; j < 16 / (int)sizeof(T); ++j) {
+        const uintptr_t e = g + j * sizeof(T);
+        if (e >= a && e < b)
+          reinterpret_cast<T *>(s + i)[j] = *reinterpret_cast<const T *>(e);
+      }
+    }
+  }
+}
+
+// Writes elements [e0, e1) of p from s, laid out as copy_tile_in lays them: whole words with
+// one 16-byte store, the range's first and last words element by element (their other
+// elements are another block's).
+template <typename T, int THREADS>
+__device__ __forceinline__ void copy_tile_out(T *p, const uint4 *s, int64_t e0, int64_t e1) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p + e0), b = reinterpret_cast<uintptr_t>(p + e1);
+  const uintptr_t a0 = a & ~uintptr_t(15);
+  const int64_t nw = (int64_t)((b - a0 + 15) / 16);
+  for (int64_t i = threadIdx.x; i < nw; i += THREADS) {
+    const uintptr_t g = a0 + 16 * (uintptr_t)i;
+    if (g >= a && g + 16 <= b) {
+      *reinterpret_cast<uint4 *>(g) = s[i];
+    } else {
+      for (int j = 0; j < 16 / (int)sizeof(T); ++j) {
+        const uintptr_t e = g + j * sizeof(T);
+        if (e >= a && e < b)
+          *reinterpret_cast<T *>(e) = reinterpret_cast<const T *>(s + i)[j];
+      }
+    }
+  }
+}
+
 // Copies vector slot `slot` of the row at p (nvalid elements, the others zero, as load_pack
 // loads it) to the 16 bytes at dst in shared memory: with cp_async16 or cp_async8 for VEC_FULL
 // and VEC_HALF rows, element by element otherwise.

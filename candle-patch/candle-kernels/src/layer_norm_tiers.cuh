@@ -79,6 +79,22 @@
   X16(l512v4sq, 512, 4, 2, 0, 1)                                                                   \
   X(l1024v4s, 1024, 4, 1, 0, 1)
 
+// The layer norm's backward of narrow rows by tiles of consecutive rows staged in shared memory
+// (layer_norm_bwd.cuh, bwd_tile): lanes (<= 32) threads a row, each holding vecs 16-byte
+// vectors' worth of columns (strided: lane l has columns l + lanes * k), blocks of
+// LAYER_NORM_BWD_TILE_THREADS threads, tiles of about LAYER_NORM_BWD_TILE_BYTES bytes of x; a
+// lane with more than LAYER_NORM_BWD_TILE_REREAD columns rereads x and dy from shared memory
+// in each pass over a row instead of holding them. The host takes the first that holds the row
+// where it beats LAYER_NORM_BWD_TIERS (layer_norm_cuda.rs, tile_tier; the RMS norm keeps those).
+#define LAYER_NORM_BWD_TILE_TIERS(X, X16, X32)                                                     \
+  X16(l16v1t, 16, 1, 0, 0, 1)                                                                      \
+  X16(l32v1t, 32, 1, 0, 0, 1)                                                                      \
+  X16(l32v2t, 32, 2, 0, 0, 1)
+
+#define LAYER_NORM_BWD_TILE_THREADS 256
+#define LAYER_NORM_BWD_TILE_BYTES 16384
+#define LAYER_NORM_BWD_TILE_REREAD 8
+
 // The backward of rows past LAYER_NORM_BWD_TIERS (layer_norm_bwd.cuh): the
 // statistics kernel takes a segment of lanes * vecs vectors of a row per
 // block, the dx kernel a column block of lanes * vecs vectors and a tile of

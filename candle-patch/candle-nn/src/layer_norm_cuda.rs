@@ -182,10 +182,11 @@ fn parse_tiers(registry: &str, list: &str, dtype: DType) -> std::result::Result<
         };
         num(5)?;
         let tag = format!(
-            "l{}v{}{smem}{}",
+            "l{}v{}{smem}{}{}",
             tier.lanes,
             tier.vecs,
-            if tier.prefetch { "p" } else { "" }
+            if tier.prefetch { "p" } else { "" },
+            if list == TILE_TIERS { "t" } else { "" }
         );
         if tier.tag != tag {
             return Err(format!("{list}: tag {} should be {tag}", tier.tag));
@@ -224,13 +225,82 @@ fn parse_define(registry: &str, name: &str) -> std::result::Result<usize, String
 /// (`LAYER_NORM_BWD_REDUCE_COLUMN_PARTS`, read from the registry as the kernel reads it).
 fn reduce_column_parts() -> usize {
     static PARTS: OnceLock<usize> = OnceLock::new();
-    *PARTS.get_or_init(|| {
-        parse_define(
-            kernels::LAYER_NORM_TIERS,
-            "LAYER_NORM_BWD_REDUCE_COLUMN_PARTS",
-        )
-        .unwrap_or_else(|e| panic!("candle-kernels layer_norm_tiers.cuh: {e}"))
+    registry_define(&PARTS, "LAYER_NORM_BWD_REDUCE_COLUMN_PARTS")
+}
+
+/// The registry list of the layer norm's tile tiers (`layer_norm_bwd.cuh`, `bwd_tile`), whose
+/// tags end in `t`.
+const TILE_TIERS: &str = "LAYER_NORM_BWD_TILE_TIERS";
+
+/// A `#define` of the registry, read once.
+fn registry_define(cell: &'static OnceLock<usize>, name: &str) -> usize {
+    *cell.get_or_init(|| {
+        parse_define(kernels::LAYER_NORM_TIERS, name)
+            .unwrap_or_else(|e| panic!("candle-kernels layer_norm_tiers.cuh: {e}"))
     })
+}
+
+/// The layer norm backward's tile tiers that `dtype` ships, in the registry's order.
+fn tile_tiers(dtype: DType) -> &'static [Tier] {
+    static TILE: [OnceLock<Vec<Tier>>; 2] = [OnceLock::new(), OnceLock::new()];
+    TILE[is_16bit(dtype) as usize].get_or_init(|| {
+        parse_tiers(kernels::LAYER_NORM_TIERS, TILE_TIERS, dtype)
+            .unwrap_or_else(|e| panic!("candle-kernels layer_norm_tiers.cuh: {e}"))
+    })
+}
+
+/// The tile tier that takes the layer norm's backward of rows of `n_cols` columns, if one does:
+/// the first that holds the row, where the row fills more than half of it and either has no
+/// 8-byte vectors (the resident tiers' `words` instances) or leaves lanes of a tier of one
+/// vector a lane idle. H100, 2026-12-07 (bench/results/2026-12-06-narrow-tiles), 16-bit rows
+/// against the resident tiers: 0.68-0.76x their time at 97, 201 and 333 columns, 0.87x at 96
+/// and 192; 1.05-2.5x at 32, 48, 64, 128, 256, 384 and 512.
+fn tile_tier(dtype: DType, n_cols: usize) -> Option<&'static Tier> {
+    let n_vecs = n_cols.div_ceil(16 / dtype.size_in_bytes());
+    let tier = tile_tiers(dtype)
+        .iter()
+        .find(|t| t.lanes * t.vecs >= n_vecs)?;
+    let fills_half = 2 * n_vecs > tier.lanes * tier.vecs;
+    let idle_lanes = tier.vecs == 1 && n_vecs < tier.lanes;
+    (fills_half && (unaligned_16bit(n_cols, dtype) || idle_lanes)).then_some(tier)
+}
+
+/// How a tile tier runs a shape: threads a block, rows a tile, dynamic shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TileGeometry {
+    threads: usize,
+    tile_rows: usize,
+    smem_bytes: usize,
+}
+
+impl TileGeometry {
+    /// Tiles of about `LAYER_NORM_BWD_TILE_BYTES` of x, a whole number of rows for each group of
+    /// `tier.lanes` threads (and no more rows than the tensor's, so rounded up); shared memory
+    /// for two stages of x and dy, dx, and the weights where a lane holds more than
+    /// `LAYER_NORM_BWD_TILE_REREAD` columns, or for the groups' partial sums at the end if more
+    /// (`bwd_tile`).
+    fn new(tier: &Tier, n_rows: usize, n_cols: usize, dtype: DType, acc_bytes: usize) -> Self {
+        static THREADS: OnceLock<usize> = OnceLock::new();
+        static BYTES: OnceLock<usize> = OnceLock::new();
+        static REREAD: OnceLock<usize> = OnceLock::new();
+        let threads = registry_define(&THREADS, "LAYER_NORM_BWD_TILE_THREADS");
+        let tile_bytes = registry_define(&BYTES, "LAYER_NORM_BWD_TILE_BYTES");
+        let reread = tier.vecs * (16 / dtype.size_in_bytes())
+            > registry_define(&REREAD, "LAYER_NORM_BWD_TILE_REREAD");
+        let groups = threads / tier.lanes;
+        let group_bytes = groups * n_cols.max(1) * dtype.size_in_bytes();
+        let per_group =
+            ((tile_bytes + group_bytes / 2) / group_bytes).clamp(1, n_rows.div_ceil(groups).max(1));
+        let tile_rows = groups * per_group;
+        let words = (tile_rows * n_cols * dtype.size_in_bytes()).div_ceil(16) + 1;
+        let staged = 5 * words * 16 + if reread { n_cols * acc_bytes } else { 0 };
+        let partials = 2 * groups * n_cols * acc_bytes;
+        Self {
+            threads,
+            tile_rows,
+            smem_bytes: staged.max(partials),
+        }
+    }
 }
 
 /// Past this many columns, 16-bit rows without vectors take the softmax's `big` kernel (see
@@ -570,6 +640,28 @@ where
         .context()
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         .w()? as usize;
+    if norm == Norm::Layer {
+        let tile = tile_tier(T::DTYPE, n_cols)
+            .map(|t| {
+                let geometry =
+                    TileGeometry::new(t, n_rows, n_cols, T::DTYPE, std::mem::size_of::<A>());
+                (t, geometry)
+            })
+            .filter(|(_, g)| g.smem_bytes <= max_smem);
+        if let Some((tier, geometry)) = tile {
+            bwd_tile::<T, A>(
+                dev,
+                tier,
+                geometry,
+                (&xs, &grad, alpha.as_ref()),
+                eps,
+                (&mut dxs, dalpha.as_mut(), dbeta.as_mut()),
+                n_rows,
+                n_cols,
+            )?;
+            return Ok(outputs(dev, dxs, dalpha, dbeta));
+        }
+    }
     // Persistent for every tier, prefetching or not: the partial sums depend on the grid.
     let plan_for = |max_smem| LaunchPlan {
         persistent: true,
@@ -682,6 +774,87 @@ fn alloc_parts<A: DeviceRepr>(
         true => Some(unsafe { dev.alloc::<A>(n)? }),
         false => None,
     })
+}
+
+/// The layer norm's backward by a tile tier (`bwd_tile` in layer_norm_bwd.cuh): a persistent
+/// grid of as many blocks as are resident, each taking every grid-th tile, then the ordered
+/// reduce of the blocks' partial rows.
+#[allow(clippy::too_many_arguments)]
+fn bwd_tile<T, A>(
+    dev: &CudaDevice,
+    tier: &Tier,
+    geometry: TileGeometry,
+    (xs, grad, alpha): (&CudaView<T>, &CudaView<T>, Option<&CudaView<T>>),
+    eps: f32,
+    (dxs, dalpha, dbeta): BwdOutputs<T>,
+    n_rows: usize,
+    n_cols: usize,
+) -> Result<()>
+where
+    T: CudaDType + WithDType + DeviceRepr + ValidAsZeroBits,
+    A: DeviceRepr + ValidAsZeroBits,
+{
+    let name = Kernel::Resident(tier).name(Norm::Layer.prefix(), Direction::Bwd, T::DTYPE);
+    let func = dev.get_or_load_func(&name, &kernels::LAYER_NORM)?;
+    let TileGeometry {
+        threads,
+        tile_rows,
+        smem_bytes,
+    } = geometry;
+    if smem_bytes + func.shared_size_bytes().w()? as usize > 48 * 1024 {
+        func.set_attribute(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem_bytes as i32,
+        )
+        .w()?;
+    }
+    let n_sms = attribute(
+        dev,
+        sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    )?;
+    let blocks_per_sm = func
+        .occupancy_max_active_blocks_per_multiprocessor(threads as u32, smem_bytes, None)
+        .w()?
+        .max(1) as usize;
+    let n_blocks = n_rows.div_ceil(tile_rows).min(n_sms * blocks_per_sm);
+    let [dalpha_part, dbeta_part] = [dalpha.is_some(), dbeta.is_some()]
+        .map(|want| alloc_parts::<A>(dev, want, n_blocks * n_cols));
+    let (dalpha_part, dbeta_part) = (dalpha_part?, dbeta_part?);
+    let null = 0u64;
+    {
+        let mut builder = func.builder();
+        builder.arg(xs);
+        builder.arg(grad);
+        match alpha {
+            Some(alpha) => builder.arg(alpha),
+            None => builder.arg(&null),
+        };
+        builder.arg(dxs);
+        match &dalpha_part {
+            Some(p) => builder.arg(p),
+            None => builder.arg(&null),
+        };
+        match &dbeta_part {
+            Some(p) => builder.arg(p),
+            None => builder.arg(&null),
+        };
+        candle::builder_arg!(builder, n_rows as i64, n_cols as i64, tile_rows as i32, eps);
+        let cfg = LaunchConfig {
+            grid_dim: (n_blocks as u32, 1, 1),
+            block_dim: (threads as u32, 1, 1),
+            shared_mem_bytes: smem_bytes as u32,
+        };
+        // SAFETY: ffi.
+        unsafe { builder.launch(cfg) }.w()?;
+    }
+    reduce_parts::<T, A>(
+        dev,
+        (dalpha, dbeta),
+        dalpha_part.as_ref(),
+        dbeta_part.as_ref(),
+        n_blocks,
+        n_cols,
+    )
 }
 
 /// The backward for rows past the widest tier: per (row, segment) statistics, then `dx` and the
@@ -940,6 +1113,11 @@ mod tests {
         let mut names = vec![];
         for dtype in DTYPES {
             names.push(kernel_name_of(dtype, "layernorm_bwd_reduce"));
+            names.extend(
+                tile_tiers(dtype)
+                    .iter()
+                    .map(|t| Kernel::Resident(t).name(Norm::Layer.prefix(), Direction::Bwd, dtype)),
+            );
             for (op, dir) in [Norm::Layer.prefix(), Norm::Rms.prefix(), SOFTMAX]
                 .into_iter()
                 .flat_map(|op| [(op, Direction::Fwd), (op, Direction::Bwd)])
@@ -1101,6 +1279,23 @@ mod tests {
             tiers[1].smem && tiers[1].stage && tiers[1].tag == "l128v3sqa",
             "{tiers:?}"
         );
+        // The tile tiers: a row's lanes inside a warp, tags ending in `t`.
+        for dtype in [DType::BF16, DType::F16] {
+            let tiles = tile_tiers(dtype);
+            assert!(!tiles.is_empty(), "{dtype:?}");
+            for t in tiles {
+                assert!(t.lanes <= 32 && 32 % t.lanes == 0, "{t:?}");
+                assert!(!t.smem && !t.prefetch, "{t:?}");
+            }
+        }
+        let tile = format!("#define {TILE_TIERS}(X, X16, X32) \\\n  X16(l16v1t, 16, 1, 0, 0, 1)\n");
+        let tiles = parse_tiers(&tile, TILE_TIERS, DType::BF16).unwrap();
+        assert_eq!(tiles[0].tag, "l16v1t");
+        assert!(parse_tiers(&tile, TILE_TIERS, DType::F32)
+            .unwrap()
+            .is_empty());
+        let untagged = tile.replace("l16v1t", "l16v1");
+        assert!(parse_tiers(&untagged, TILE_TIERS, DType::BF16).is_err());
         for bad in [
             "X(l128v2s, 128, 2, 2, 0, 4)",
             "X(l128v2sq, 128, 2, 3, 0, 4)",
@@ -1109,6 +1304,59 @@ mod tests {
         ] {
             let row = format!("#define L(X) \\\n  {bad}\n");
             assert!(parse_tiers(&row, "L", DType::BF16).is_err(), "{bad}");
+        }
+    }
+
+    /// The tile tiers take the 16-bit rows they were measured to beat the resident tiers at (rows
+    /// without 8-byte vectors, or idle lanes of a one-vector tier, filling more than half of the
+    /// tier), and no others.
+    #[test]
+    fn tile_tiers_take_the_rows_they_beat() {
+        let tag = |dtype, n_cols| tile_tier(dtype, n_cols).map(|t| t.tag.as_str());
+        for dtype in [DType::BF16, DType::F16] {
+            for (n_cols, want) in [
+                (96, Some("l16v1t")),
+                (97, Some("l16v1t")),
+                (192, Some("l32v1t")),
+                (201, Some("l32v1t")),
+                (333, Some("l32v2t")),
+            ] {
+                assert_eq!(tag(dtype, n_cols), want, "{dtype:?} {n_cols}");
+            }
+            for n_cols in [1, 31, 32, 48, 63, 64, 128, 256, 384, 512, 513, 1001, 4097] {
+                assert_eq!(tag(dtype, n_cols), None, "{dtype:?} {n_cols}");
+            }
+        }
+        for n_cols in [97, 201, 333] {
+            assert_eq!(tag(DType::F32, n_cols), None);
+        }
+    }
+
+    /// A tile holds whole rows of every group of lanes, about `LAYER_NORM_BWD_TILE_BYTES` of x
+    /// (no more rows than the tensor has, rounded up to the groups), and shared memory for two
+    /// stages of x and dy, dx, and the groups' partials.
+    #[test]
+    fn tiles_hold_whole_groups() {
+        static BYTES: OnceLock<usize> = OnceLock::new();
+        let tile_bytes = registry_define(&BYTES, "LAYER_NORM_BWD_TILE_BYTES");
+        for tier in tile_tiers(DType::BF16) {
+            let n_cols = tier.lanes * tier.vecs * 8 - 3;
+            let g = TileGeometry::new(tier, 1_000_000, n_cols, DType::BF16, 4);
+            let groups = g.threads / tier.lanes;
+            assert_eq!(g.tile_rows % groups, 0, "{tier:?} {g:?}");
+            let bytes = g.tile_rows * n_cols * 2;
+            assert!(
+                bytes * 2 >= tile_bytes && bytes <= tile_bytes * 3 / 2,
+                "{tier:?} {g:?}"
+            );
+            assert!(g.smem_bytes >= 5 * bytes, "{tier:?} {g:?}");
+            assert!(g.smem_bytes >= 2 * groups * n_cols * 4, "{tier:?} {g:?}");
+            let few = TileGeometry::new(tier, 3, n_cols, DType::BF16, 4);
+            assert_eq!(few.tile_rows, groups, "{tier:?} {few:?}");
+            assert!(
+                few.smem_bytes >= 2 * groups * n_cols * 4,
+                "{tier:?} {few:?}"
+            );
         }
     }
 

@@ -705,6 +705,54 @@ fn layer_norm_many_rows_16bit(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// Narrow 16-bit rows in more rows than the resident blocks' tiles hold at once: the cuda
+/// backward stages tiles of consecutive rows in shared memory (rows of 97, 201 and 333 start at
+/// every offset in a 16-byte word, tiles end inside one), each block taking several, the last one
+/// partial; and the same rows one row into the tensor, so that its first element is not at the
+/// start of a word.
+fn layer_norm_tiles_16bit(dev: &Device) -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(66);
+    for (rows, n) in [(40001, 97), (12001, 333), (30001, 96), (20001, 201)] {
+        let x = ln_rows(&mut rng, rows + 1, n);
+        let (w, b) = ln_wb(&mut rng, n);
+        let dy = ln_rand(&mut rng, rows * n, -1., 1.);
+        for dtype in [DType::F16, DType::BF16] {
+            let tol = ln_tol(dtype, n);
+            let (xt, x) = ln_tensor(&x, (rows + 1, n), dtype, dev)?;
+            let (wt, w) = ln_tensor(&w, n, dtype, dev)?;
+            let (bt, b) = ln_tensor(&b, n, dtype, dev)?;
+            let (dyt, dy) = ln_tensor(&dy, (rows, n), dtype, dev)?;
+            let what = format!("{dtype:?} {rows}x{n}");
+            let (rdx, rdw, rdb) = ln_slow_grads(&x[n..], Some(&w), Some(&b), &dy, n)?;
+            let (_, dx, dw, db) =
+                ln_fused_grads(&xt.narrow(0, 1, rows)?, Some(&wt), Some(&bt), &dyt)?;
+            ln_check(&format!("dx {what}"), &dx, &rdx, tol)?;
+            ln_check(
+                &format!("dw {what}"),
+                &dw.context("no grad for w")?,
+                &rdw,
+                tol,
+            )?;
+            ln_check(
+                &format!("db {what}"),
+                &db.context("no grad for b")?,
+                &rdb,
+                tol,
+            )?;
+            // One row in: x starts n elements after its buffer, inside a word for odd n.
+            let xv = Var::from_tensor(&xt)?;
+            let y = candle_nn::ops::layer_norm(&xv.narrow(0, 1, rows)?, &wt, &bt, LN_EPS)?;
+            let grads = (y * &dyt)?.backward()?;
+            let dx = grads
+                .get(&xv)
+                .context("no grad for x")?
+                .narrow(0, 1, rows)?;
+            ln_check(&format!("dx of a view {what}"), &dx, &rdx, tol)?;
+        }
+    }
+    Ok(())
+}
+
 /// Hidden sizes whose backward partial sums (two f32 rows in shared memory) fill a block's
 /// default 48 KiB (6144) or come within the kernel's own shared memory of it (6100), and a size
 /// whose partial sums fit an H100's or H200's 227 KiB opt-in limit only without the kernel's own
@@ -1128,6 +1176,12 @@ test_device!(
     ln_many_rows_cpu,
     ln_many_rows_gpu,
     ln_many_rows_metal
+);
+test_device!(
+    layer_norm_tiles_16bit,
+    ln_tiles_16bit_cpu,
+    ln_tiles_16bit_gpu,
+    ln_tiles_16bit_metal
 );
 test_device!(
     layer_norm_many_rows_16bit,
