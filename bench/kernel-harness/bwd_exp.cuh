@@ -214,6 +214,20 @@ struct ExpArgs {
   bool has(const char *dtype) const { return dtypes.find(std::string(",") + dtype + ",") != std::string::npos; }
 };
 
+// Each method at each of args.cols for each dtype asked (methods_of(T{}) gives an experiment's
+// methods<T>), then the exit code: 1 after a failed test.
+template <typename F> static int bench_all(const ExpArgs &args, F methods_of) {
+  for (int64_t c : args.do_bench ? args.cols : std::vector<int64_t>{}) {
+    if (args.has("f32"))
+      bench<float>(c, methods_of(float{}));
+    if (args.has("bf16"))
+      bench<__nv_bfloat16>(c, methods_of(__nv_bfloat16{}));
+    if (args.has("f16"))
+      bench<__half>(c, methods_of(__half{}));
+  }
+  return g_fail ? 1 : 0;
+}
+
 // The device's SM count and opt-in shared memory into g_sms / g_max_smem_optin, printed.
 static void exp_device_init() {
   cudaDeviceProp prop;

@@ -159,13 +159,5 @@ int main(int argc, char **argv) {
     }
     printf("tests: %d passed, %d failed\n", g_pass, g_fail);
   }
-  for (int64_t c : args.do_bench ? args.cols : std::vector<int64_t>{}) {
-    if (args.has("f32"))
-      bench<float>(c, methods<float>);
-    if (args.has("bf16"))
-      bench<__nv_bfloat16>(c, methods<__nv_bfloat16>);
-    if (args.has("f16"))
-      bench<__half>(c, methods<__half>);
-  }
-  return g_fail ? 1 : 0;
+  return bench_all(args, [](auto t) { return methods<decltype(t)>; });
 }
