@@ -174,10 +174,9 @@ template <typename T> static int pick_tier(int64_t ncols, bool bwd) {
   }
   return nall; // big / split
 }
-// The tile tier the host takes for the layer norm's backward (layer_norm_cuda.rs, bwd), or -1,
-// and its geometry (TileGeometry): rows of a tile, dynamic shared memory.
-// The host's tile tier (layer_norm_cuda.rs, tile_tier): the first that holds the row, where the
-// row fills more than half of it and has no 8-byte vectors or leaves lanes of a one-vector tier idle.
+// The tile tier the host takes for the layer norm's backward (layer_norm_cuda.rs, tile_tier), or
+// -1: the first that holds the row, where the row fills more than half of it and has no 8-byte
+// vectors or leaves lanes of a one-vector tier idle.
 template <typename T> static int pick_tile(int64_t ncols) {
   const int64_t nvec = (ncols + 16 / (int64_t)sizeof(T) - 1) / (16 / (int64_t)sizeof(T));
   const char *const *table = sizeof(T) == 2 ? TILE_TABLE16 : TILE_TABLE32;
@@ -192,6 +191,7 @@ template <typename T> static int pick_tile(int64_t ncols) {
   }
   return -1;
 }
+// A tile tier's geometry as the host's (TileGeometry): rows of a tile, dynamic shared memory.
 template <typename T> static void tile_geometry(int t, int64_t nrows, int64_t ncols, int &tile_rows, size_t &smem) {
   tile_rows = (int)layer_norm::tile_rows_of<T>(ALL_TILE[t].lanes, nrows, ncols);
   smem = (size_t)layer_norm::tile_smem_bytes<T>(ALL_TILE[t].lanes, layer_norm::tile_reread<T>(ALL_TILE[t].vecs),
