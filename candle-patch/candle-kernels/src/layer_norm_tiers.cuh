@@ -89,7 +89,8 @@
 #define LAYER_NORM_BWD_TILE_TIERS(X, X16, X32)                                                     \
   X16(l16v1t, 16, 1, 0, 0, 1)                                                                      \
   X16(l32v1t, 32, 1, 0, 0, 1)                                                                      \
-  X16(l32v2t, 32, 2, 0, 0, 1)
+  X16(l32v2t, 32, 2, 0, 0, 1)                                                                      \
+  X16(l32v4t, 32, 4, 0, 0, 1)
 
 #define LAYER_NORM_BWD_TILE_THREADS 256
 #define LAYER_NORM_BWD_TILE_BYTES 16384

@@ -1320,14 +1320,17 @@ mod tests {
                 (192, Some("l32v1t")),
                 (201, Some("l32v1t")),
                 (333, Some("l32v2t")),
+                (1001, Some("l32v4t")),
             ] {
                 assert_eq!(tag(dtype, n_cols), want, "{dtype:?} {n_cols}");
             }
-            for n_cols in [1, 31, 32, 48, 63, 64, 128, 256, 384, 512, 513, 1001, 4097] {
+            for n_cols in [
+                1, 31, 32, 48, 63, 64, 128, 256, 384, 512, 1000, 1024, 1025, 4097,
+            ] {
                 assert_eq!(tag(dtype, n_cols), None, "{dtype:?} {n_cols}");
             }
         }
-        for n_cols in [97, 201, 333] {
+        for n_cols in [97, 333, 1001] {
             assert_eq!(tag(DType::F32, n_cols), None);
         }
     }

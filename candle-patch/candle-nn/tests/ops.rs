@@ -706,13 +706,19 @@ fn layer_norm_many_rows_16bit(dev: &Device) -> Result<()> {
 }
 
 /// Narrow 16-bit rows in more rows than the resident blocks' tiles hold at once: the cuda
-/// backward stages tiles of consecutive rows in shared memory (rows of 97, 201 and 333 start at
-/// every offset in a 16-byte word, tiles end inside one), each block taking several, the last one
-/// partial; and the same rows one row into the tensor, so that its first element is not at the
+/// backward stages tiles of consecutive rows in shared memory (rows of 97, 201, 333 and 1001 start
+/// at every offset in a 16-byte word, tiles end inside one), each block taking several, the last
+/// one partial; and the same rows one row into the tensor, so that its first element is not at the
 /// start of a word.
 fn layer_norm_tiles_16bit(dev: &Device) -> Result<()> {
     let mut rng = StdRng::seed_from_u64(66);
-    for (rows, n) in [(40001, 97), (12001, 333), (30001, 96), (20001, 201)] {
+    for (rows, n) in [
+        (40001, 97),
+        (12001, 333),
+        (30001, 96),
+        (20001, 201),
+        (4001, 1001),
+    ] {
         let x = ln_rows(&mut rng, rows + 1, n);
         let (w, b) = ln_wb(&mut rng, n);
         let dy = ln_rand(&mut rng, rows * n, -1., 1.);
