@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Superseded: ../2026-12-07-tiles-sweep/call1.sh ran these steps (2026-12-07 03:40 UTC).
 # NOT RUN: the session's device time ended in refused starts (2026-12-07 01:50 UTC). Written for
 # the tree of 0a333a8, where the registry had l32v4t; main ships without it (the harness object
 # and bins named below are of 0a333a8: rebuild them from a tree with l32v4t before running this).
