@@ -158,9 +158,14 @@ if has paper && [ -x "$B/tft-bin-tft" ]; then
 fi
 if has sweep; then
   # The layer norm's fine sweep (hidden 64..65536, tensors >= 32 MiB), ours beside PyTorch's
-  # kernels: sweep.csv, sweep-summary in sweep-torch.log, sweep.png.
-  step sweep-candle 500 "$B/bench-bin-gpu_bench" --device cuda --sweep --dtypes f32,bf16,f16 --csv "$OUT/sweep-candle.csv"
-  step sweep-torch 500 python3 bench/scripts/sweep_torch.py --candle-csv "$OUT/sweep-candle.csv" --csv "$OUT/sweep.csv" --plot "$OUT/sweep.png"
+  # kernels, in SWEEP_PASSES passes (default 3; each point the median of its passes, the spread
+  # beside it): sweep.csv, sweep-summary in sweep-torch.log, sweep.png.
+  csvs=()
+  for pass in $(seq 1 "${SWEEP_PASSES:-3}"); do
+    step sweep-candle-$pass 300 "$B/bench-bin-gpu_bench" --device cuda --sweep --dtypes f32,bf16,f16 --csv "$OUT/sweep-candle-$pass.csv"
+    csvs+=("$OUT/sweep-candle-$pass.csv")
+  done
+  step sweep-torch 500 python3 bench/scripts/sweep_torch.py --candle-csv "${csvs[@]}" --csv "$OUT/sweep.csv" --plot "$OUT/sweep.png"
 fi
 if has ops && [ -x "$B/bench-bin-op_overhead" ]; then
   step op-overhead 120 "$B/bench-bin-op_overhead" --device cuda

@@ -13,7 +13,15 @@ point's own bytes, timed here with the same method (`copy_` of n bytes for the f
 of 1.5n for the backward's 3n): what a memory-bound op of that size can reach, launch and
 ramp-up included.
 
-    sweep_torch.py --candle-csv sweep-candle.csv --csv sweep.csv --plot sweep.png
+Passes: one candle CSV per pass of `gpu_bench --sweep` (run one after the other); PyTorch's
+kernels and the same-bytes copy are timed in as many passes over the points, and each time in
+the CSV is the median of its passes, with the spread (slowest / fastest pass) beside ours and
+PyTorch's. A single pass has shown a point 2-3x off its neighbours' runs (H100, 2026-12-07:
+a different point each run, ours or the copy): one pass cannot tell a slow kernel from a slow
+moment.
+
+    sweep_torch.py --candle-csv sweep-candle-1.csv sweep-candle-2.csv sweep-candle-3.csv \
+        --csv sweep.csv --plot sweep.png
 """
 import argparse
 import csv
@@ -54,7 +62,7 @@ def copy_gbps(nbytes, reps):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--candle-csv", help="gpu_bench --sweep --csv output")
+    ap.add_argument("--candle-csv", nargs="+", help="gpu_bench --sweep --csv output, one per pass")
     ap.add_argument("--csv", required=True, help="combined output CSV (read with --summary-only)")
     ap.add_argument("--plot", help="PNG: GB/s against hidden size")
     ap.add_argument("--reps", type=int, default=5)
@@ -71,36 +79,61 @@ def main():
         sys.exit("error: --candle-csv is needed unless --summary-only")
     if not torch.cuda.is_available():
         sys.exit("error: sweep_torch.py needs a CUDA device")
-    ours = {}
-    with open(a.candle_csv, newline="") as f:
-        for r in csv.DictReader(f):
-            if r["impl"] == "fused" and r["level"] in ("fwd", "bwd"):
-                ours[(r["dtype"], int(r["rows"]), int(r["cols"]), r["level"])] = float(r["us"])
+    ours = read_passes(a.candle_csv)
     points = sorted({k[:3] for k in ours}, key=lambda k: (k[0], k[2]))
     if not points:
         sys.exit(f"error: no fused fwd/bwd rows in {a.candle_csv}")
     device_copy, _ = measure_copy_gbps()
-    print(f"device copy: {device_copy:.0f} GB/s ({torch.cuda.get_device_name()})", flush=True)
-    out = []
-    for dtype, rows, cols in points:
-        fwd, bwd = torch_point(dtype, rows, cols, a.reps)
-        size = torch.tensor([], dtype=DTYPES[dtype]).element_size()
-        n, p = rows * cols * size, cols * size
-        for level, theirs, nbytes in (("fwd", fwd, 2 * n + 2 * p), ("bwd", bwd, 3 * n + 3 * p)):
-            us = ours.get((dtype, rows, cols, level))
-            if us is None:
-                continue
-            out.append(dict(dtype=dtype, level=level, rows=rows, cols=cols, ours_us=us, torch_us=theirs,
-                            ours_gbps=nbytes / us / 1e3, torch_gbps=nbytes / theirs / 1e3,
-                            ratio=theirs / us, copy_gbps=copy_gbps(nbytes, a.reps),
-                            device_copy_gbps=device_copy))
+    print(f"device copy: {device_copy:.0f} GB/s ({torch.cuda.get_device_name()}), "
+          f"{len(a.candle_csv)} pass(es)", flush=True)
+    theirs, copies = {}, {}
+    for _ in a.candle_csv:
+        for dtype, rows, cols in points:
+            fwd, bwd = torch_point(dtype, rows, cols, a.reps)
+            size = torch.tensor([], dtype=DTYPES[dtype]).element_size()
+            n, p = rows * cols * size, cols * size
+            for level, us, nbytes in (("fwd", fwd, 2 * n + 2 * p), ("bwd", bwd, 3 * n + 3 * p)):
+                key = (dtype, rows, cols, level)
+                if key in ours:
+                    theirs.setdefault(key, []).append(us)
+                    copies.setdefault(key, []).append(copy_gbps(nbytes, a.reps))
             torch.cuda.empty_cache()
+    out = []
+    for key in sorted(theirs, key=lambda k: (k[0], k[2], k[3] != "fwd")):
+        dtype, rows, cols, level = key
+        size = torch.tensor([], dtype=DTYPES[dtype]).element_size()
+        nbytes = (2 if level == "fwd" else 3) * (rows * cols + cols) * size
+        us, them = statistics.median(ours[key]), statistics.median(theirs[key])
+        out.append(dict(dtype=dtype, level=level, rows=rows, cols=cols, ours_us=us, torch_us=them,
+                        ours_gbps=nbytes / us / 1e3, torch_gbps=nbytes / them / 1e3,
+                        ratio=them / us, copy_gbps=statistics.median(copies[key]),
+                        device_copy_gbps=device_copy, passes=len(ours[key]),
+                        ours_spread=spread(ours[key]), torch_spread=spread(theirs[key])))
     with open(a.csv, "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=list(out[0]))
         wr.writeheader()
         for r in out:
             wr.writerow({k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items()})
     report(out, a.plot)
+
+
+def read_passes(paths):
+    """Ours per point (dtype, rows, cols, level): the fused op's time in each pass's CSV."""
+    ours = {}
+    for path in paths:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["impl"] == "fused" and r["level"] in ("fwd", "bwd"):
+                    ours.setdefault((r["dtype"], int(r["rows"]), int(r["cols"]), r["level"]), []).append(float(r["us"]))
+    for key, times in ours.items():
+        if len(times) != len(paths):
+            sys.exit(f"error: {key} is in {len(times)} of the {len(paths)} candle CSVs (one sweep per pass)")
+    return ours
+
+
+def spread(times):
+    """Slowest pass over fastest."""
+    return max(times) / min(times)
 
 
 def report(out, plot):
@@ -127,6 +160,11 @@ def report(out, plot):
                   f"{statistics.median(r['torch_gbps'] for r in rs) / ceiling:>15.0%} "
                   f"{statistics.median(r['ours_gbps'] / r['copy_gbps'] for r in rs):>23.0%} "
                   f"{statistics.median(r['torch_gbps'] / r['copy_gbps'] for r in rs):>8.0%}  {worst_s}")
+    if "ours_spread" in out[0]:
+        wide = sorted(out, key=lambda r: -max(r["ours_spread"], r["torch_spread"]))[:5]
+        print(f"passes: {out[0]['passes']}; widest spreads (slowest / fastest pass, ours | PyTorch): "
+              + ", ".join(f"{r['dtype']} {r['level']} {r['cols']}: {r['ours_spread']:.2f} | {r['torch_spread']:.2f}"
+                          for r in wide))
     below = [r for r in out if r["ratio"] < 1.0]
     print(f"points below PyTorch: {len(below)} of {len(out)}")
     for r in below:
