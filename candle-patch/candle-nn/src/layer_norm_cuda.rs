@@ -1320,6 +1320,7 @@ mod tests {
                 (192, Some("l32v1t")),
                 (201, Some("l32v1t")),
                 (333, Some("l32v2t")),
+                (513, Some("l32v4t")),
                 (1001, Some("l32v4t")),
             ] {
                 assert_eq!(tag(dtype, n_cols), want, "{dtype:?} {n_cols}");
@@ -1330,7 +1331,7 @@ mod tests {
                 assert_eq!(tag(dtype, n_cols), None, "{dtype:?} {n_cols}");
             }
         }
-        for n_cols in [97, 333, 1001] {
+        for n_cols in [97, 201, 333, 1001] {
             assert_eq!(tag(DType::F32, n_cols), None);
         }
     }
