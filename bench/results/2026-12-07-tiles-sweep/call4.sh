@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# NOT RUN: every device start after call 3 was refused (2026-12-07 04:03-04:37 UTC).
 # Device call 4 of 2026-12-07, the binaries of calls 1-3: the fine sweep in three passes
 # (device_run.sh sweep from aba5848: each point the median of three passes of ours, of
 # PyTorch's kernels and of the same-bytes copy), twice, to see whether the per-point medians hold
