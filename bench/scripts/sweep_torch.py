@@ -90,19 +90,16 @@ def main():
     for _ in a.candle_csv:
         for dtype, rows, cols in points:
             fwd, bwd = torch_point(dtype, rows, cols, a.reps)
-            size = torch.tensor([], dtype=DTYPES[dtype]).element_size()
-            n, p = rows * cols * size, cols * size
-            for level, us, nbytes in (("fwd", fwd, 2 * n + 2 * p), ("bwd", bwd, 3 * n + 3 * p)):
+            for level, us in (("fwd", fwd), ("bwd", bwd)):
                 key = (dtype, rows, cols, level)
                 if key in ours:
                     theirs.setdefault(key, []).append(us)
-                    copies.setdefault(key, []).append(copy_gbps(nbytes, a.reps))
+                    copies.setdefault(key, []).append(copy_gbps(op_bytes(*key), a.reps))
             torch.cuda.empty_cache()
     out = []
     for key in sorted(theirs, key=lambda k: (k[0], k[2], k[3] != "fwd")):
         dtype, rows, cols, level = key
-        size = torch.tensor([], dtype=DTYPES[dtype]).element_size()
-        nbytes = (2 if level == "fwd" else 3) * (rows * cols + cols) * size
+        nbytes = op_bytes(*key)
         us, them = statistics.median(ours[key]), statistics.median(theirs[key])
         out.append(dict(dtype=dtype, level=level, rows=rows, cols=cols, ours_us=us, torch_us=them,
                         ours_gbps=nbytes / us / 1e3, torch_gbps=nbytes / them / 1e3,
@@ -115,6 +112,13 @@ def main():
         for r in out:
             wr.writerow({k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items()})
     report(out, a.plot)
+
+
+def op_bytes(dtype, rows, cols, level):
+    """Bytes the op must move: x, weight, bias in and y out (fwd); x, dy, weight in and dx, dw, db
+    out (bwd)."""
+    size = torch.tensor([], dtype=DTYPES[dtype]).element_size()
+    return (2 if level == "fwd" else 3) * (rows * cols + cols) * size
 
 
 def read_passes(paths):
