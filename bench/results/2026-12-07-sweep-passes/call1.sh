@@ -9,7 +9,8 @@
 #      thread (RAYON_NUM_THREADS=1, torch.set_num_threads(1)) and two threads (a worker of a
 #      2-thread rayon pool, as tft runs), f32 and bf16, the shapes: the criterion bench
 #      binary of `cargo bench -p ln-bench --bench cpu --no-run` (.gpu/cpu/cpu-bench.xz);
-#   3. a second three-pass sweep run if the time allows.
+#   3. blocks.sh: the pair backward tiers at more resident blocks per SM (kernel harness h_m2);
+#   4. a second three-pass sweep run if the time allows.
 # Packed into $OUT/call1.tgz after each step, status.txt beside it.
 set -uo pipefail
 source bench/scripts/device_env.sh
@@ -23,6 +24,11 @@ echo "device_run bench,sweep rc=$? at ${SECONDS}s" >> "$st"
 tar -C $L/run1 -xzf $L/run1/logs.tgz && rm $L/run1/logs.tgz
 grep -A9 "^dtype dir" $L/run1/sweep-torch.log >> "$st"
 pack
+if [ -f .gpu/var/h_m2.o.xz ]; then
+  L=$L/blocks bash bench/results/2026-12-07-sweep-passes/blocks.sh
+  echo "blocks.sh rc=$? at ${SECONDS}s" >> "$st"
+  pack
+fi
 xz -dc .gpu/cpu/cpu-bench.xz > /tmp/cpu-bench && chmod +x /tmp/cpu-bench
 export GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=268435456
 export LN_CPU_DTYPES=f32,bf16
@@ -30,14 +36,14 @@ for threads in 1 2; do
   crit=$L/criterion-$threads
   if [ $threads = 1 ]; then env=(RAYON_NUM_THREADS=1); else env=(RAYON_NUM_THREADS=2 LN_CPU_IN_POOL=1); fi
   (cd bench && env "${env[@]}" CRITERION_HOME=$crit timeout 200 /tmp/cpu-bench --bench '^layer_norm_cpu/fused_(fwd|bwd|fwd_bwd)/' \
-    --warm-up-time 1 --measurement-time 2 --noplot > $L/cpu-candle-$threads.txt 2>&1)
+    --warm-up-time 0.5 --measurement-time 1 --noplot > $L/cpu-candle-$threads.txt 2>&1)
   echo "cpu candle $threads thread(s) rc=$? at ${SECONDS}s" >> "$st"
   timeout 120 python3 bench/scripts/cpu_torch.py --threads $threads --reps 7 --dtypes f32,bf16 --criterion $crit > $L/cpu-$threads.md 2>&1
   echo "cpu torch $threads thread(s) rc=$? at ${SECONDS}s" >> "$st"
   rm -rf $crit
   pack
 done
-if [ $SECONDS -lt 330 ]; then
+if [ $SECONDS -lt 420 ]; then
   OUT=$L/run2 timeout 150 bash bench/scripts/device_run.sh sweep > $L/device_run-2.txt 2>&1
   echo "device_run sweep (second run) rc=$? at ${SECONDS}s" >> "$st"
   tar -C $L/run2 -xzf $L/run2/logs.tgz && rm $L/run2/logs.tgz
