@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Device call 2 of 2026-12-07's second session (issue 14): two experiments, nothing shipped yet.
+# Device call 2 of 2026-12-07's second session (issue 14): two experiments, nothing shipped yet
+# (run in the order 2, 1).
 #   1. fwd-p: the forward tiers with the next row's loads issued before the current row's
 #      reductions (prefetch flag), kernel harness h_fp = this tree plus fwd-p-tiers.diff (sweep
 #      candidates l64v3p ... l512v4p beside the shipped tiers), bf16 and f32 rows of 2500-16384
@@ -14,14 +15,6 @@ L=/tmp/call2 && rm -rf $L && mkdir -p $L
 st="$L/status.txt"
 pack() { tar -C /tmp -czf "$OUT/call2.tgz" call2; cp "$st" "$OUT/status.txt"; }
 cp "$OUT/device.txt" $L/
-link_harness h_fp || exit 1
-shapes=6711x2500,5593x3000,4096x4096,3356x5000,2731x6144,2048x8192,1678x10000,1366x12288,1024x16384
-tiers=l64v3,l64v5,l128v2,l128v4,l256v3,l256v4,l320v4,l512v3,l512v4,l512v8p,l1024v8,l64v3p,l64v5p,l128v2p,l128v4p,l256v3p,l256v4p,l320v4p,l512v3p,l512v4p
-for round in 1 2; do
-  timeout 100 /tmp/h_fp --bench-only --sweep --dtypes bf16,f32 --tiers $tiers --shapes $shapes > $L/fwd-sweep-$round.txt 2>&1
-  echo "fwd sweep round $round rc=$? at ${SECONDS}s" >> "$st"
-done
-pack
 xz -dc .gpu/cpu/cpu-fuse.xz > /tmp/cpu-fuse && chmod +x /tmp/cpu-fuse
 export GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=268435456
 export RAYON_NUM_THREADS=1 LN_CPU_SHAPES=2048x1024,512x4096,257x5000,64x16384
@@ -37,4 +30,12 @@ for round in 1 2; do
   echo "cpu round $round at ${SECONDS}s" >> "$st"
   pack
 done
+link_harness h_fp || { pack; exit 1; }
+shapes=6711x2500,5593x3000,4096x4096,3356x5000,2731x6144,2048x8192,1678x10000,1366x12288,1024x16384
+tiers=l64v3,l64v5,l128v2,l128v4,l256v3,l256v4,l320v4,l512v3,l512v4,l512v8p,l1024v8,l64v3p,l64v5p,l128v2p,l128v4p,l256v3p,l256v4p,l320v4p,l512v3p,l512v4p
+for round in 1 2; do
+  timeout 70 /tmp/h_fp --bench-only --sweep --dtypes bf16,f32 --tiers $tiers --shapes $shapes > $L/fwd-sweep-$round.txt 2>&1
+  echo "fwd sweep round $round rc=$? at ${SECONDS}s" >> "$st"
+done
+pack
 cat "$st"
