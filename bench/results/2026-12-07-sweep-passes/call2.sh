@@ -19,7 +19,7 @@ xz -dc .gpu/cpu/cpu-fuse.xz > /tmp/cpu-fuse && chmod +x /tmp/cpu-fuse
 export GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=268435456
 export RAYON_NUM_THREADS=1 LN_CPU_SHAPES=2048x1024,512x4096,257x5000,64x16384
 for round in 1 2; do
-  [ $round = 2 ] && [ $SECONDS -gt 120 ] && break # a second round only if the device time allows
+  [ $round = 2 ] && [ $SECONDS -gt ${CPU_ROUND2_BEFORE:-120} ] && break # a second round only if the device time allows
   for fm in shipped 4096 8192; do
     if [ $fm = shipped ]; then unset LN_CPU_FUSE_MAX; else export LN_CPU_FUSE_MAX=$fm; fi
     (cd bench && timeout 100 /tmp/cpu-fuse --bench '^layer_norm_cpu/fused_(fwd|bwd)/' --warm-up-time 0.5 \
