@@ -148,11 +148,18 @@ static int g_max_smem_optin = 0;
 // weights of a row span; the `sqa` tiers' other instances a pair of x and dy rows
 // (layer_norm_cuda.rs, bwd_smem_bytes).
 template <typename T> static bool unaligned_16bit(int64_t ncols) { return sizeof(T) == 2 && ncols % 4 != 0; }
+// Whether backward tier t (of ALL_BWD) runs its `words` instance on rows of ncols: the shipped
+// tiers' 16-bit rows that fit no 8-byte vector (LN_NO_WORDS=1: never). A sweep tier has no
+// such instance, so its other instance, stage included, runs on those rows too.
+template <typename T> static bool bwd_runs_words(int t, int64_t ncols) {
+  return unaligned_16bit<T>(ncols) && t < N_ALL_BWD && KT<T>::bwd_words(ALL_BWD[t].tag) != nullptr &&
+         !getenv("LN_NO_WORDS");
+}
 template <typename T> static size_t bwd_smem_bytes(const Tier *all, int t, int n, int64_t ncols) {
   if (t == n || !all[t].smem)
     return 0;
   const int64_t V = 16 / sizeof(T);
-  const bool words = unaligned_16bit<T>(ncols);
+  const bool words = bwd_runs_words<T>(t, ncols);
   const size_t slots = (size_t)((ncols + V - 1) / V + words);
   return 2 * slots * V * sizeof(typename KT<T>::ACC) + (words ? slots * 16 : 0) +
          (all[t].stage && !words ? 4 * slots * 16 : 0);
@@ -321,10 +328,9 @@ template <typename T> struct Problem {
       if (bwd_smem > (size_t)g_max_smem_optin)
         tile = -1;
     }
-    words = unaligned_16bit<T>(c) &&
-            (bwd_tier < N_ALL_BWD ? KT<T>::bwd_words(ALL_BWD[bwd_tier].tag) != nullptr
-                                  : KT<T>::split_stats_words() != nullptr) &&
-            !getenv("LN_NO_WORDS");
+    words = bwd_tier < N_ALL_BWD ? bwd_runs_words<T>(bwd_tier, c)
+                                 : unaligned_16bit<T>(c) && KT<T>::split_stats_words() != nullptr &&
+                                       !getenv("LN_NO_WORDS");
     fwords = unaligned_16bit<T>(c) && fwd_tier < N_ALL_FWD && KT<T>::fwd_words(ALL_FWD[fwd_tier].tag) &&
              !getenv("LN_NO_WORDS");
     const int bth = tier_threads(ALL_BWD, bwd_tier, N_ALL_BWD);
