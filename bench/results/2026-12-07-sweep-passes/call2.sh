@@ -8,7 +8,9 @@
 #   2. cpu-fuse: the CPU layer norm at one thread with the next row's sums fused into the loop
 #      that writes this row's output only below LN_CPU_FUSE_MAX columns (cpu-fuse-max.diff, an
 #      experiment binary: unset = the shipped rule, every row of >= 2048 columns), f32, the wide
-#      shapes, 2 alternating rounds, PyTorch's CPU kernels at one thread beside them.
+#      shapes, 2 alternating rounds, PyTorch's CPU kernels at one thread beside them;
+#   3. every kernel-harness test of h_m2b (h_m2 of call 1 with the harness sizing a sweep tier's
+#      shared memory by the instance that runs, 5403808): the 16-bit tests that stopped h_m2.
 set -uo pipefail
 source bench/scripts/device_env.sh
 L=/tmp/call2 && rm -rf $L && mkdir -p $L
@@ -39,5 +41,10 @@ for round in 1 2; do
   timeout 70 /tmp/h_fp --bench-only --sweep --dtypes bf16,f32 --tiers $tiers --shapes $shapes > $L/fwd-sweep-$round.txt 2>&1
   echo "fwd sweep round $round rc=$? at ${SECONDS}s" >> "$st"
 done
+pack
+if link_harness h_m2b; then
+  timeout 200 /tmp/h_m2b --no-bench > $L/tests-h_m2b.txt 2>&1
+  echo "tests h_m2b rc=$?: $(tail -1 $L/tests-h_m2b.txt) at ${SECONDS}s" >> "$st"
+fi
 pack
 cat "$st"
