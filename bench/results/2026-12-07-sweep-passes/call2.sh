@@ -13,10 +13,7 @@
 #      shared memory by the instance that runs, 5403808): the 16-bit tests that stopped h_m2.
 set -uo pipefail
 source bench/scripts/device_env.sh
-L=/tmp/call2 && rm -rf $L && mkdir -p $L
-st="$L/status.txt"
-pack() { tar -C /tmp -czf "$OUT/call2.tgz" call2; cp "$st" "$OUT/status.txt"; }
-cp "$OUT/device.txt" $L/
+call_log call2
 xz -dc .gpu/cpu/cpu-fuse.xz > /tmp/cpu-fuse && chmod +x /tmp/cpu-fuse
 export GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=268435456
 export RAYON_NUM_THREADS=1 LN_CPU_SHAPES=2048x1024,512x4096,257x5000,64x16384
