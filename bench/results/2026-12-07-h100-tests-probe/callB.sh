@@ -14,7 +14,7 @@
 set -uo pipefail
 source bench/scripts/device_env.sh
 call_log callB
-here=bench/results/2026-12-07-h200-tests-probe
+here=bench/results/2026-12-07-h100-tests-probe
 link_harness h_fe || { pack; exit 1; }
 s16=6711x2500,4096x4096,2048x8192,1678x10000,1366x12288,1024x16384,512x32768
 b16=26844x2500,16384x4096,8192x8192,6712x10000,5464x12288,4096x16384,2048x32768
