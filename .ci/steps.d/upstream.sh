@@ -11,9 +11,10 @@
 #   files the PR touches). It builds candle 0.11 and its dependencies (nothing shared with our
 #   workspace, CARGO_TARGET_DIR target/upstream-check): 21.5 min cold on 2 cores shared with
 #   another engineer's builds (load 5-7, 2026-11-30); about 6 min on idle cores by the ratio to
-#   the end-only check (3.3 min cold idle). With 18 PRs (four of them rebuild candle-core) CI
-#   runs it as UPSTREAM_TESTS_AT_END=1 (the default here): fmt + clippy after each PR, the tests
-#   only after the last; UPSTREAM_TESTS_AT_END=0 checks everything after each PR (locally:
+#   the end-only check (3.3 min cold idle). With 64 PRs (13 of them rebuild candle-core; this
+#   step took 1239 s of a 3456 s CI run on 2026-12-07) CI runs it as UPSTREAM_TESTS_AT_END=1
+#   (the default here): fmt + clippy after each PR (no clippy after the 8 that touch only
+#   .cu/.cuh files: clippy builds no CUDA), the tests only after the last; UPSTREAM_TESTS_AT_END=0 checks everything after each PR (locally:
 #   `cargo xtask upstream-check --no-cuda`).
 # upstream-cuda (opt-in: `.ci/run upstream-cuda`, or UPSTREAM_CUDA=1 to add it to the default
 #   run): the full check including `cargo check -p candle-nn --features cuda`. Upstream main's
