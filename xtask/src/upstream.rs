@@ -287,9 +287,11 @@ fn pr_commands(
     }
     // Clippy checks Rust without `cuda`: a PR that touches only CUDA sources (the tier
     // registry reaches Rust as a string, read at run time) cannot change what it reports.
-    let cuda_only = files
-        .iter()
-        .all(|f| f.ends_with(".cu") || f.ends_with(".cuh"));
+    // (`files` holds what exists after the PR: one that only deletes files keeps clippy.)
+    let cuda_only = !files.is_empty()
+        && files
+            .iter()
+            .all(|f| f.ends_with(".cu") || f.ends_with(".cuh"));
     if !cuda_only {
         let core = files.iter().any(|f| f.starts_with("candle-core/"));
         let mut clippy = strings(&["cargo", "clippy", "-p", "candle-nn"]);
@@ -520,6 +522,10 @@ mod tests {
             false,
         );
         assert!(kernels.is_empty(), "{kernels:?}");
+        assert_eq!(
+            cmds(&[], false),
+            ["clippy: cargo clippy -p candle-nn --tests -- -D warnings"]
+        );
         let kernels_last = cmds(&["candle-kernels/src/layer_norm.cu"], true);
         assert_eq!(
             kernels_last,
