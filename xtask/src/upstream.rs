@@ -270,10 +270,12 @@ fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-/// The commands checking the tree after one PR that touches `files`; `tests`: also the test
-/// runs and the CUDA check (`rebuild_kernels`: with candle-kernels built afresh).
+/// The commands checking the tree after one PR that touches `files` (those that exist after it;
+/// `deletes`: it also removes files); `tests`: also the test runs and the CUDA check
+/// (`rebuild_kernels`: with candle-kernels built afresh).
 fn pr_commands(
     files: &[String],
+    deletes: bool,
     tests: bool,
     cuda: bool,
     rebuild_kernels: bool,
@@ -287,8 +289,8 @@ fn pr_commands(
     }
     // Clippy checks Rust without `cuda`: a PR that touches only CUDA sources (the tier
     // registry reaches Rust as a string, read at run time) cannot change what it reports.
-    // (`files` holds what exists after the PR: one that only deletes files keeps clippy.)
-    let cuda_only = !files.is_empty()
+    // A PR that removes a file keeps it (the file may have been Rust).
+    let cuda_only = !deletes
         && files
             .iter()
             .all(|f| f.ends_with(".cu") || f.ends_with(".cuh"));
@@ -414,15 +416,18 @@ pub fn check_in(root: &Path, args: &CheckArgs, tree: &Path) -> Result<bool> {
             continue;
         }
         trim_workspace(tree)?;
-        let files: Vec<String> = touched_files(p)?
-            .into_iter()
+        let touched = touched_files(p)?;
+        let files: Vec<String> = touched
+            .iter()
             .filter(|f| tree.join(f).exists())
+            .cloned()
             .collect();
+        let deletes = files.len() < touched.len();
         let tests = !args.tests_at_end || i == last;
         // The first CUDA check of a run rebuilds the kernels: an earlier run's may be there.
         let rebuild_kernels = !kernels_rebuilt;
         kernels_rebuilt |= cuda && tests;
-        for (name, c) in pr_commands(&files, tests, cuda, rebuild_kernels) {
+        for (name, c) in pr_commands(&files, deletes, tests, cuda, rebuild_kernels) {
             steps.push(run_step(tree, &target, &p.file_name(), name, &c)?);
         }
         if !steps.iter().all(Step::ok) {
@@ -509,7 +514,7 @@ mod tests {
     fn checks_follow_what_the_pr_touches() {
         let f = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let cmds = |files: &[&str], tests| -> Vec<String> {
-            pr_commands(&f(files), tests, false, false)
+            pr_commands(&f(files), false, tests, false, false)
                 .into_iter()
                 .map(|(n, c)| format!("{n}: {}", c.join(" ")))
                 .collect()
@@ -522,10 +527,15 @@ mod tests {
             false,
         );
         assert!(kernels.is_empty(), "{kernels:?}");
-        assert_eq!(
-            cmds(&[], false),
-            ["clippy: cargo clippy -p candle-nn --tests -- -D warnings"]
+        // A PR that also removes a file keeps its clippy.
+        let removes = pr_commands(
+            &f(&["candle-kernels/src/layer_norm.cu"]),
+            true,
+            false,
+            false,
+            false,
         );
+        assert_eq!(removes.iter().map(|c| c.0).collect::<Vec<_>>(), ["clippy"]);
         let kernels_last = cmds(&["candle-kernels/src/layer_norm.cu"], true);
         assert_eq!(
             kernels_last,
@@ -565,11 +575,11 @@ mod tests {
                 "test-core: cargo test --release -p candle-core --test grad_tests --test cuda_pool_tests",
             ]
         );
-        let with_cuda = pr_commands(&f(&["candle-nn/src/ops.rs"]), true, true, false);
+        let with_cuda = pr_commands(&f(&["candle-nn/src/ops.rs"]), false, true, true, false);
         assert_eq!(with_cuda.last().map(|c| c.0), Some("cuda-check"));
         assert!(!with_cuda.iter().any(|c| c.0 == "cuda-clean"));
         let names = |files: &[&str], rebuild| -> Vec<&str> {
-            let cmds = pr_commands(&f(files), true, true, rebuild);
+            let cmds = pr_commands(&f(files), false, true, true, rebuild);
             cmds.iter().rev().take(2).map(|c| c.0).collect()
         };
         let kernel_pr = names(&["candle-kernels/src/layer_norm.cu"], false);
