@@ -14,7 +14,7 @@
 #   the end-only check (3.3 min cold idle). With 64 PRs (13 of them rebuild candle-core; this
 #   step took 1239 s of a 3456 s CI run on 2026-12-07) CI runs it as UPSTREAM_TESTS_AT_END=1
 #   (the default here): fmt + clippy after each PR (no clippy after the 8 that touch only
-#   .cu/.cuh files: clippy builds no CUDA), the tests only after the last;
+#   .cu/.cuh files and remove none: clippy builds no CUDA), the tests only after the last;
 #   UPSTREAM_TESTS_AT_END=0 checks everything after each PR (locally:
 #   `cargo xtask upstream-check --no-cuda`).
 # upstream-cuda (opt-in: `.ci/run upstream-cuda`, or UPSTREAM_CUDA=1 to add it to the default
