@@ -243,6 +243,8 @@ static void add_pipe(std::vector<Method<T>> &out, const Prob<T> &P, int stages, 
   m.parts = parts;
   m.repeat = true;
   m.run = [=](Prob<T> &Q) {
+    // The attribute is the kernel's, shared by methods of other stage counts.
+    CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     pipe::k_pipe<T, THREADS, VPT><<<(unsigned)parts, THREADS, smem>>>(Q.dx_, Q.ddy, Q.dw_, Q.ddx, Q.dwp, Q.dbp, Q.R,
                                                                       Q.C, stages, 1e-5f);
     CK(cudaGetLastError());

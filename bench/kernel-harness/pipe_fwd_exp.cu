@@ -200,6 +200,8 @@ static void add_pipe(std::vector<FMethod<T>> &out, const FProb<T> &P, int stages
                      " x" + std::to_string(occ) + " " + std::to_string(fa.numRegs) + "r" +
                      (fa.localSizeBytes ? " LOCAL" : ""),
                  [=](FProb<T> &Q) {
+                   // The attribute is the kernel's, shared by methods of other stage counts.
+                   CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
                    pipe::k_pipe_fwd<T, THREADS, VPT>
                        <<<(unsigned)grid, THREADS, smem>>>(Q.dx_, Q.dy_, Q.dw_, Q.db_, Q.R, Q.C, stages, 1e-5f);
                    CK(cudaGetLastError());
