@@ -278,8 +278,11 @@ template <typename T> static std::vector<Method<T>> methods(const Prob<T> &P) {
     add_pipe<T, 256, 1>(out, P, stages);
     add_pipe<T, 256, 2>(out, P, stages);
     add_pipe<T, 256, 4>(out, P, stages);
+    add_pipe<T, 512, 1>(out, P, stages);
     add_pipe<T, 512, 2>(out, P, stages);
     add_pipe<T, 512, 3>(out, P, stages);
+    add_pipe<T, 1024, 1>(out, P, stages);
+    add_pipe<T, 1024, 2>(out, P, stages);
     add_pipe<T, 512, 4>(out, P, stages);
     if constexpr (sizeof(T) == 4)
       add_pipe<T, 512, 5>(out, P, stages);
@@ -287,6 +290,8 @@ template <typename T> static std::vector<Method<T>> methods(const Prob<T> &P) {
   // Two blocks an SM sharing the shared memory (the `0` stages of half the budget).
   add_pipe<T, 256, 2>(out, P, 0, 100 * 1024);
   add_pipe<T, 256, 4>(out, P, 0, 100 * 1024);
+  add_pipe<T, 512, 1>(out, P, 0, 100 * 1024);
+  add_pipe<T, 512, 2>(out, P, 0, 100 * 1024);
   return out;
 }
 
