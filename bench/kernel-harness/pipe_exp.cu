@@ -21,12 +21,29 @@ using layer_norm::Pack;
 
 namespace pipe {
 
+// Two floats as the 16-bit pair (lo, hi) of a word, one conversion instruction.
+template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t *>(&h);
+}
+template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t *>(&h);
+}
+template <> __device__ __forceinline__ uint32_t pack2<float>(float, float) { return 0u; }
+
 // THREADS threads a row, thread t owning vector slots t + k * THREADS (k < VPT) of every row;
 // block b takes rows b, b + gridDim.x, ..; `stages` rows of x and dy in the ring (dynamic shared
 // memory: stages * 2 * row bytes, then `stages` mbarriers). dw / db partials of block b at row
-// b of dwp / dbp.
-template <typename T, int THREADS, int VPT>
-__global__ void __launch_bounds__(THREADS, 1)
+// b of dwp / dbp. RR: a thread rereads its slots from the stage in each pass over the row
+// instead of holding them in registers (fewer registers, more warps an SM); a stage is then
+// refilled after the block's first reduction of the next row, so S - 1 rows are on their way.
+// MINB: the blocks an SM the registers must allow (__launch_bounds__). PK: 16-bit dx converted
+// two elements at a time (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32) instead of element by element
+// into the pack (fewer instructions an element).
+template <typename T, int THREADS, int VPT, bool RR = false, int MINB = 1, bool PK = false>
+__global__ void __launch_bounds__(THREADS, MINB)
     k_pipe(const T *__restrict__ x, const T *__restrict__ dy, const T *__restrict__ w, T *__restrict__ dx,
            Acc<T> *__restrict__ dwp, Acc<T> *__restrict__ dbp, int64_t nrows, int64_t ncols, int stages, float eps) {
   using ACC = Acc<T>;
@@ -88,15 +105,36 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int s = (int)(i % stages);
     mbar_wait(&full[s], (uint32_t)((i / stages) & 1));
     const uint4 *xs = ring + (int64_t)s * 2 * nvec, *gs = xs + nvec;
-    Pack<T> xr[VPT], gr[VPT];
+    Pack<T> xr[RR ? 1 : VPT], gr[RR ? 1 : VPT];
+    if constexpr (!RR) {
 #pragma unroll
-    for (int k = 0; k < VPT; ++k) {
-      const int64_t slot = tid + k * THREADS;
-      if (slot < nvec) {
-        *reinterpret_cast<uint4 *>(xr[k].w) = xs[slot];
-        *reinterpret_cast<uint4 *>(gr[k].w) = gs[slot];
+      for (int k = 0; k < VPT; ++k) {
+        const int64_t slot = tid + k * THREADS;
+        if (slot < nvec) {
+          *reinterpret_cast<uint4 *>(xr[k].w) = xs[slot];
+          *reinterpret_cast<uint4 *>(gr[k].w) = gs[slot];
+        }
       }
     }
+    // Slot k of the row's x and dy: held, or reread from the stage (RR).
+    auto xv = [&](int k) {
+      if constexpr (RR) {
+        Pack<T> r;
+        *reinterpret_cast<uint4 *>(r.w) = xs[tid + k * THREADS];
+        return r;
+      } else {
+        return xr[k];
+      }
+    };
+    auto gv = [&](int k) {
+      if constexpr (RR) {
+        Pack<T> r;
+        *reinterpret_cast<uint4 *>(r.w) = gs[tid + k * THREADS];
+        return r;
+      } else {
+        return gr[k];
+      }
+    };
     Pack<T> first;
     *reinterpret_cast<uint4 *>(first.w) = xs[0];
     const ACC shift = Elem<T>::get(first, 0);
@@ -106,10 +144,16 @@ __global__ void __launch_bounds__(THREADS, 1)
       if (tid + k * THREADS < nvec)
 #pragma unroll
         for (int j = 0; j < V; ++j)
-          m[0] += Elem<T>::get(xr[k], j) - shift;
+          m[0] += Elem<T>::get(xv(k), j) - shift;
     layer_norm::row_allreduce<THREADS>(m, sred[0]);
-    // Every thread has read stage s (the barrier in the reduction): refill it.
-    if (tid == 0 && i + stages < mine) {
+    // Every thread has read stage s (the barrier in the reduction): refill it; RR: every thread
+    // is done with the previous row's stage.
+    if constexpr (RR) {
+      if (tid == 0 && i >= 1 && i - 1 + stages < mine) {
+        fence_async_shared();
+        issue(i - 1 + stages);
+      }
+    } else if (tid == 0 && i + stages < mine) {
       fence_async_shared();
       issue(i + stages);
     }
@@ -121,10 +165,11 @@ __global__ void __launch_bounds__(THREADS, 1)
         Pack<T> wk;
         if (w)
           wk = weights(k);
+        const Pack<T> xk = xv(k), gk = gv(k);
 #pragma unroll
         for (int j = 0; j < V; ++j) {
-          const ACC d = (Elem<T>::get(xr[k], j) - shift) - mean;
-          const ACC g = w ? Elem<T>::get(gr[k], j) * Elem<T>::get(wk, j) : Elem<T>::get(gr[k], j);
+          const ACC d = (Elem<T>::get(xk, j) - shift) - mean;
+          const ACC g = w ? Elem<T>::get(gk, j) * Elem<T>::get(wk, j) : Elem<T>::get(gk, j);
           s3[0] += d * d;
           s3[1] += g;
           s3[2] += g * d;
@@ -142,15 +187,23 @@ __global__ void __launch_bounds__(THREADS, 1)
       Pack<T> o, wk;
       if (w)
         wk = weights(k);
+      const Pack<T> xk = xv(k), gk = gv(k);
+      ACC ov[V];
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        const ACC xh = ((Elem<T>::get(xr[k], j) - shift) - mean) * rstd;
-        const ACC dv = Elem<T>::get(gr[k], j);
+        const ACC xh = ((Elem<T>::get(xk, j) - shift) - mean) * rstd;
+        const ACC dv = Elem<T>::get(gk, j);
         const ACC g = w ? dv * Elem<T>::get(wk, j) : dv;
-        Elem<T>::set(o, j, rstd * (g - mg - xh * mgx));
+        ov[j] = rstd * (g - mg - xh * mgx);
+        if constexpr (!PK)
+          Elem<T>::set(o, j, ov[j]);
         dwa[k][j] += dv * xh;
         dba[k][j] += dv;
       }
+      if constexpr (PK)
+#pragma unroll
+        for (int j = 0; j < V; j += 2)
+          o.w[j / 2] = pack2<T>(ov[j], ov[j + 1]);
       reinterpret_cast<uint4 *>(dxrow)[slot] = *reinterpret_cast<const uint4 *>(o.w);
     }
   }
@@ -216,14 +269,14 @@ static bool add_ship(std::vector<Method<T>> &out, const Prob<T> &P, const char *
 
 // A pipe method: THREADS x VPT vector slots, `stages` stages (0: as many as `budget` bytes of
 // shared memory an SM hold for the blocks resident), where the row fills more than half of it.
-template <typename T, int THREADS, int VPT>
+template <typename T, int THREADS, int VPT, bool RR = false, int MINB = 1, bool PK = false>
 static void add_pipe(std::vector<Method<T>> &out, const Prob<T> &P, int stages, size_t budget = 200 * 1024) {
   constexpr int64_t V = 16 / sizeof(T);
   const int64_t nvec = P.C / V;
   if (!aligned_row(P.C, sizeof(T), P.off) || (int64_t)THREADS * VPT < nvec || 2 * nvec <= (int64_t)THREADS * VPT)
     return;
   const size_t stage_bytes = 2 * (size_t)P.C * sizeof(T);
-  void *f = (void *)pipe::k_pipe<T, THREADS, VPT>;
+  void *f = (void *)pipe::k_pipe<T, THREADS, VPT, RR, MINB, PK>;
   if (stages == 0)
     stages = (int)std::min<size_t>(16, std::max<size_t>(2, budget / stage_bytes));
   const size_t smem = stages * stage_bytes + stages * 8;
@@ -238,14 +291,14 @@ static void add_pipe(std::vector<Method<T>> &out, const Prob<T> &P, int stages, 
   cudaFuncAttributes fa;
   CK(cudaFuncGetAttributes(&fa, f));
   Method<T> m;
-  m.name = "pipe t" + std::to_string(THREADS) + "v" + std::to_string(VPT) + " S" + std::to_string(stages) + " x" +
+  m.name = "pipe t" + std::to_string(THREADS) + "v" + std::to_string(VPT) + (RR ? "rr" : "") + (MINB > 1 ? "m" + std::to_string(MINB) : "") + (PK ? "pk" : "") + " S" + std::to_string(stages) + " x" +
            std::to_string(occ) + " " + std::to_string(fa.numRegs) + "r" + (fa.localSizeBytes ? " LOCAL" : "");
   m.parts = parts;
   m.repeat = true;
   m.run = [=](Prob<T> &Q) {
     // The attribute is the kernel's, shared by methods of other stage counts.
     CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    pipe::k_pipe<T, THREADS, VPT><<<(unsigned)parts, THREADS, smem>>>(Q.dx_, Q.ddy, Q.dw_, Q.ddx, Q.dwp, Q.dbp, Q.R,
+    pipe::k_pipe<T, THREADS, VPT, RR, MINB, PK><<<(unsigned)parts, THREADS, smem>>>(Q.dx_, Q.ddy, Q.dw_, Q.ddx, Q.dwp, Q.dbp, Q.R,
                                                                       Q.C, stages, 1e-5f);
     CK(cudaGetLastError());
     Q.reduce(parts);
@@ -292,7 +345,32 @@ template <typename T> static std::vector<Method<T>> methods(const Prob<T> &P) {
   add_pipe<T, 256, 4>(out, P, 0, 100 * 1024);
   add_pipe<T, 512, 1>(out, P, 0, 100 * 1024);
   add_pipe<T, 512, 2>(out, P, 0, 100 * 1024);
-  return out;
+  // Rereads (16-bit): the slots from the stage in each pass, S - 1 rows on their way.
+  if constexpr (sizeof(T) == 2)
+    for (int stages : {2, 3, 4}) {
+      add_pipe<T, 256, 2, true>(out, P, stages);
+      add_pipe<T, 256, 4, true>(out, P, stages);
+      add_pipe<T, 512, 1, true>(out, P, stages);
+      add_pipe<T, 512, 2, true>(out, P, stages);
+      add_pipe<T, 512, 4, true>(out, P, stages);
+      add_pipe<T, 1024, 2, true>(out, P, stages);
+      // Registers capped for 32-64 warps an SM (where the ring's shared memory lets them in).
+      add_pipe<T, 256, 2, true, 4>(out, P, stages);
+      add_pipe<T, 256, 4, true, 3>(out, P, stages);
+      add_pipe<T, 512, 1, true, 4>(out, P, stages);
+      add_pipe<T, 512, 2, true, 2>(out, P, stages);
+      add_pipe<T, 512, 4, true, 2>(out, P, stages);
+    }
+  // Packed conversions of dx (16-bit), the layouts above at S = 2.
+  if constexpr (sizeof(T) == 2) {
+    add_pipe<T, 128, 1, false, 1, true>(out, P, 2);
+    add_pipe<T, 128, 2, false, 1, true>(out, P, 2);
+    add_pipe<T, 256, 2, false, 1, true>(out, P, 2);
+    add_pipe<T, 512, 2, false, 1, true>(out, P, 2);
+    add_pipe<T, 512, 3, false, 1, true>(out, P, 2);
+    add_pipe<T, 512, 4, false, 1, true>(out, P, 2);
+    add_pipe<T, 512, 2, true, 1, true>(out, P, 3);
+  }
 }
 
 int main(int argc, char **argv) {
