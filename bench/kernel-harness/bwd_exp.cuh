@@ -155,25 +155,26 @@ template <typename T, typename M> static void test(int64_t R, int64_t C, int off
   }
 }
 
+// GB/s of a device copy moving `bytes` (half read, half written): the ceiling of "% copy".
+static double same_bytes_copy_gbps(double bytes) {
+  const size_t half = (size_t)(bytes / 2);
+  char *a, *b;
+  CK(cudaMalloc(&a, half));
+  CK(cudaMalloc(&b, half));
+  CK(cudaMemset(a, 1, half));
+  const double us = time_us([&] { CK(cudaMemcpyAsync(b, a, half, cudaMemcpyDeviceToDevice)); });
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  return bytes / (us * 1e-6) / 1e9;
+}
+
 // Each method at C columns, rows for a 32 MiB tensor.
 template <typename T, typename M> static void bench(int64_t C, M methods) {
   const int64_t R = ((int64_t)32 << 20) / ((int64_t)C * (int64_t)sizeof(T)) +
                     (((int64_t)32 << 20) % ((int64_t)C * (int64_t)sizeof(T)) != 0);
   Prob<T> P(R, C, 0);
   const double bytes = 3.0 * R * C * sizeof(T);
-  // A device copy moving the same bytes (half read, half written): the ceiling of "% copy".
-  double copy_gbps;
-  {
-    const size_t half = (size_t)(bytes / 2);
-    char *a, *b;
-    CK(cudaMalloc(&a, half));
-    CK(cudaMalloc(&b, half));
-    CK(cudaMemset(a, 1, half));
-    const double us = time_us([&] { CK(cudaMemcpyAsync(b, a, half, cudaMemcpyDeviceToDevice)); });
-    copy_gbps = bytes / (us * 1e-6) / 1e9;
-    CK(cudaFree(a));
-    CK(cudaFree(b));
-  }
+  const double copy_gbps = same_bytes_copy_gbps(bytes);
   for (auto &m : methods(P)) {
     const double us = time_us([&] { m.run(P); });
     const double gbps = bytes / (us * 1e-6) / 1e9;

@@ -54,15 +54,9 @@ __global__ void __launch_bounds__(THREADS, MINB)
   uint64_t *full = reinterpret_cast<uint64_t *>(ring + (int64_t)stages * 2 * nvec);
   __shared__ ACC sred[2][3 * 32];
   const int tid = threadIdx.x;
-  const int64_t mine = nrows > blockIdx.x ? (nrows - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+  const int64_t mine = rows_of_block(nrows);
   const ACC inv_n = ACC(1) / ACC(ncols);
-
-  if (tid == 0) {
-    for (int s = 0; s < stages; ++s)
-      mbar_init(&full[s], 1);
-    fence_async_shared();
-  }
-  __syncthreads();
+  ring_init(full, stages);
   // The block's i-th row into stage i % stages (thread 0).
   auto issue = [&](int64_t i) {
     const int s = (int)(i % stages);

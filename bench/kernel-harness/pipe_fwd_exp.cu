@@ -28,14 +28,9 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint64_t *full = reinterpret_cast<uint64_t *>(ring + (int64_t)stages * nvec);
   __shared__ ACC sred[2][32];
   const int tid = threadIdx.x;
-  const int64_t mine = nrows > blockIdx.x ? (nrows - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+  const int64_t mine = rows_of_block(nrows);
   const ACC inv_n = ACC(1) / ACC(ncols);
-  if (tid == 0) {
-    for (int s = 0; s < stages; ++s)
-      mbar_init(&full[s], 1);
-    fence_async_shared();
-  }
-  __syncthreads();
+  ring_init(full, stages);
   auto issue = [&](int64_t i) {
     const int s = (int)(i % stages);
     mbar_expect(&full[s], row_bytes);
@@ -264,18 +259,7 @@ template <typename T> static void fbench(int64_t C) {
   const int64_t R = ((int64_t)32 << 20) / (C * (int64_t)sizeof(T));
   FProb<T> P(R, C);
   const double bytes = 2.0 * R * C * sizeof(T);
-  double copy_gbps;
-  {
-    char *a, *b;
-    const size_t half = (size_t)(bytes / 2);
-    CK(cudaMalloc(&a, half));
-    CK(cudaMalloc(&b, half));
-    CK(cudaMemset(a, 1, half));
-    const double us = time_us([&] { CK(cudaMemcpyAsync(b, a, half, cudaMemcpyDeviceToDevice)); });
-    copy_gbps = bytes / (us * 1e-6) / 1e9;
-    CK(cudaFree(a));
-    CK(cudaFree(b));
-  }
+  const double copy_gbps = same_bytes_copy_gbps(bytes);
   for (auto &m : methods(P)) {
     const double us = time_us([&] { m.run(P); });
     const double gbps = bytes / (us * 1e-6) / 1e9;

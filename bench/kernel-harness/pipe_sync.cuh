@@ -36,4 +36,19 @@ __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy
 
 extern __shared__ float4 pipe_smem[];
 
+// The ring's `stages` full-barriers, one arrival each (thread 0), then a block barrier.
+__device__ __forceinline__ void ring_init(uint64_t *full, int stages) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s)
+      mbar_init(&full[s], 1);
+    fence_async_shared();
+  }
+  __syncthreads();
+}
+
+// The rows of a persistent grid's block (rows blockIdx.x, blockIdx.x + gridDim.x, ...).
+__device__ __forceinline__ int64_t rows_of_block(int64_t nrows) {
+  return nrows > blockIdx.x ? (nrows - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+}
+
 } // namespace pipe
