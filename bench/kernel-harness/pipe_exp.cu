@@ -271,29 +271,22 @@ static void add_pipe(std::vector<Method<T>> &out, const Prob<T> &P, int stages, 
     return;
   const size_t stage_bytes = 2 * (size_t)P.C * sizeof(T);
   void *f = (void *)pipe::k_pipe<T, THREADS, VPT, RR, MINB, PK>;
-  if (stages == 0)
-    stages = (int)std::min<size_t>(16, std::max<size_t>(2, budget / stage_bytes));
-  const size_t smem = stages * stage_bytes + stages * 8;
-  if (smem > g_max_smem_optin)
+  pipe::RingLaunch rl;
+  if (!pipe::ring_launch(f, THREADS, stage_bytes, stages, budget, g_max_smem_optin, rl))
     return;
-  CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  int occ = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, THREADS, smem));
-  if (occ == 0)
-    return;
-  const int64_t parts = std::min<int64_t>({P.R, (int64_t)g_sms * occ, P.nparts_max});
-  cudaFuncAttributes fa;
-  CK(cudaFuncGetAttributes(&fa, f));
+  const int64_t parts = std::min<int64_t>({P.R, (int64_t)g_sms * rl.occ, P.nparts_max});
+  const int nstages = rl.stages;
+  const size_t smem = rl.smem;
   Method<T> m;
-  m.name = "pipe t" + std::to_string(THREADS) + "v" + std::to_string(VPT) + (RR ? "rr" : "") + (MINB > 1 ? "m" + std::to_string(MINB) : "") + (PK ? "pk" : "") + " S" + std::to_string(stages) + " x" +
-           std::to_string(occ) + " " + std::to_string(fa.numRegs) + "r" + (fa.localSizeBytes ? " LOCAL" : "");
+  m.name = "pipe t" + std::to_string(THREADS) + "v" + std::to_string(VPT) + (RR ? "rr" : "") +
+           (MINB > 1 ? "m" + std::to_string(MINB) : "") + (PK ? "pk" : "") + rl.desc;
   m.parts = parts;
   m.repeat = true;
   m.run = [=](Prob<T> &Q) {
     // The attribute is the kernel's, shared by methods of other stage counts.
     CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    pipe::k_pipe<T, THREADS, VPT, RR, MINB, PK><<<(unsigned)parts, THREADS, smem>>>(Q.dx_, Q.ddy, Q.dw_, Q.ddx, Q.dwp, Q.dbp, Q.R,
-                                                                      Q.C, stages, 1e-5f);
+    pipe::k_pipe<T, THREADS, VPT, RR, MINB, PK>
+        <<<(unsigned)parts, THREADS, smem>>>(Q.dx_, Q.ddy, Q.dw_, Q.ddx, Q.dwp, Q.dbp, Q.R, Q.C, nstages, 1e-5f);
     CK(cudaGetLastError());
     Q.reduce(parts);
   };

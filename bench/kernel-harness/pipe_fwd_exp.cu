@@ -178,27 +178,18 @@ static void add_pipe(std::vector<FMethod<T>> &out, const FProb<T> &P, int stages
     return;
   const size_t stage_bytes = (size_t)P.C * sizeof(T);
   void *f = (void *)pipe::k_pipe_fwd<T, THREADS, VPT>;
-  if (stages == 0)
-    stages = (int)std::min<size_t>(16, std::max<size_t>(2, budget / stage_bytes));
-  const size_t smem = stages * stage_bytes + stages * 8;
-  if (smem > g_max_smem_optin)
+  pipe::RingLaunch rl;
+  if (!pipe::ring_launch(f, THREADS, stage_bytes, stages, budget, g_max_smem_optin, rl))
     return;
-  CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  int occ = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, THREADS, smem));
-  if (occ == 0)
-    return;
-  const int64_t grid = std::min<int64_t>(P.R, (int64_t)g_sms * occ);
-  cudaFuncAttributes fa;
-  CK(cudaFuncGetAttributes(&fa, f));
-  out.push_back({"pipe t" + std::to_string(THREADS) + "v" + std::to_string(VPT) + " S" + std::to_string(stages) +
-                     " x" + std::to_string(occ) + " " + std::to_string(fa.numRegs) + "r" +
-                     (fa.localSizeBytes ? " LOCAL" : ""),
+  const int64_t grid = std::min<int64_t>(P.R, (int64_t)g_sms * rl.occ);
+  const int nstages = rl.stages;
+  const size_t smem = rl.smem;
+  out.push_back({"pipe t" + std::to_string(THREADS) + "v" + std::to_string(VPT) + rl.desc,
                  [=](FProb<T> &Q) {
                    // The attribute is the kernel's, shared by methods of other stage counts.
                    CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
                    pipe::k_pipe_fwd<T, THREADS, VPT>
-                       <<<(unsigned)grid, THREADS, smem>>>(Q.dx_, Q.dy_, Q.dw_, Q.db_, Q.R, Q.C, stages, 1e-5f);
+                       <<<(unsigned)grid, THREADS, smem>>>(Q.dx_, Q.dy_, Q.dw_, Q.db_, Q.R, Q.C, nstages, 1e-5f);
                    CK(cudaGetLastError());
                  }});
 }

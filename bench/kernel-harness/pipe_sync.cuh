@@ -1,7 +1,11 @@
 // Shared by the bulk-copy pipeline experiments (pipe_exp.cu, pipe_fwd_exp.cu): the mbarrier and
 // `cp.async.bulk` primitives (sm_90) and the ring's dynamic shared memory.
 #pragma once
+#include "harness_common.cuh"
+
+#include <algorithm>
 #include <cstdint>
+#include <string>
 
 namespace pipe {
 
@@ -49,6 +53,32 @@ __device__ __forceinline__ void ring_init(uint64_t *full, int stages) {
 // The rows of a persistent grid's block (rows blockIdx.x, blockIdx.x + gridDim.x, ...).
 __device__ __forceinline__ int64_t rows_of_block(int64_t nrows) {
   return nrows > blockIdx.x ? (nrows - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+}
+
+// How a ring kernel `f` of `threads` threads runs: `stages` stages of `stage_bytes` (0: as many
+// as `budget` bytes hold, 2 to 16), its dynamic shared memory (the stages and their barriers),
+// blocks an SM, and " S<stages> x<blocks> <registers>r" for a method's name. False where it does
+// not fit in `max_smem` or on an SM.
+struct RingLaunch {
+  int stages = 0, occ = 0;
+  size_t smem = 0;
+  std::string desc;
+};
+static bool ring_launch(void *f, int threads, size_t stage_bytes, int stages, size_t budget, size_t max_smem,
+                        RingLaunch &rl) {
+  rl.stages = stages ? stages : (int)std::min<size_t>(16, std::max<size_t>(2, budget / stage_bytes));
+  rl.smem = rl.stages * stage_bytes + rl.stages * 8;
+  if (rl.smem > max_smem)
+    return false;
+  CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rl.smem));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&rl.occ, f, threads, rl.smem));
+  if (rl.occ == 0)
+    return false;
+  cudaFuncAttributes fa;
+  CK(cudaFuncGetAttributes(&fa, f));
+  rl.desc = " S" + std::to_string(rl.stages) + " x" + std::to_string(rl.occ) + " " + std::to_string(fa.numRegs) + "r" +
+            (fa.localSizeBytes ? " LOCAL" : "");
+  return true;
 }
 
 } // namespace pipe
