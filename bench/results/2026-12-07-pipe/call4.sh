@@ -4,7 +4,7 @@
 # t1024v1, t1024v2), rereading its slots from the stage (`rr`, fewer registers held), with
 # registers capped for more blocks an SM (`m<N>`), and with dx converted two elements at a time
 # (`pk`), at 16-bit rows of 2048 to 16384 columns: tests, then the bench twice.
-#   carry: .gpu/var/pipe_exp.o.xz (pipe_exp.cu at the commit of this script, built as in README.md)
+#   carry: .gpu/var/pipe_exp.o.xz (pipe_exp.cu of this tree, built as in README.md)
 set -uo pipefail
 source bench/scripts/device_env.sh
 call_log call4
