@@ -1,5 +1,5 @@
 // Shared by the bulk-copy pipeline experiments (pipe_exp.cu, pipe_fwd_exp.cu): the mbarrier and
-// `cp.async.bulk` primitives (sm_90) and the ring's dynamic shared memory.
+// `cp.async.bulk` primitives (sm_90), the ring's dynamic shared memory, setup and launch plan.
 #pragma once
 #include "harness_common.cuh"
 
