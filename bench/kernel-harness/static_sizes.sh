@@ -5,18 +5,7 @@
 # instruction), registers, spill stores/loads (ptxas -v), demangled name. ~5 min of one core.
 #   bench/kernel-harness/static_sizes.sh NAME [DIFF ...] > sizes-NAME.txt
 set -euo pipefail
-[ $# -ge 1 ] || { echo "usage: $0 NAME [DIFF ...]" >&2; exit 2; }
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-name=$1; shift
-diffs=()
-for d in "$@"; do diffs+=("$(realpath "$d")"); done
-cd "$root"
-eval "$(../shared/gpu/cuda-toolchain.sh)"
-src=$(mktemp -d)
-trap 'rm -rf "$src"' EXIT
-cp candle-patch/candle-kernels/src/*.cu* bench/kernel-harness/ln_harness.cu bench/kernel-harness/harness_common.cuh "$src/"
-for d in "${diffs[@]}"; do
-  sed -e "s#candle-patch/candle-kernels/src/##g" -e "s#bench/kernel-harness/##g" "$d" | (cd "$src" && patch -s -p1)
-done
+source "$(dirname "$0")/harness_tree.sh"
+harness_tree "$@"
 (cd "$src" && nvcc -O3 -std=c++17 -arch=sm_90 -cubin -I . -Xptxas -v ln_harness.cu -o "$name.cubin" 2> ptxas.txt)
-python3 "$root/bench/kernel-harness/static_sizes.py" "$src/$name.cubin" "$src/ptxas.txt"
+python3 bench/kernel-harness/static_sizes.py "$src/$name.cubin" "$src/ptxas.txt"
