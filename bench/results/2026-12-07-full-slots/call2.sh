@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device call 2 (issue 14; prepared 2026-12-07, sixth session, not yet run): only if call 1's
 # A/B shows `h_pk` and `h_full` faster. The CUDA binaries of branch `exp-pk-full` (commit
-# 197936f: packed-dx.diff + ../2026-12-07-pipe/full-slots.diff on candle-patch/, built with
+# 5a478df: packed-dx.diff + ../2026-12-07-pipe/full-slots.diff on candle-patch/, built with
 # CANDLE_KERNELS_FATBIN_ARCHS=90 bash bench/scripts/build_gpu.sh into .gpu/bins-pkfull.tar.xz):
 #   1. device_run.sh tests (vendored CUDA tests, shim, TFT);
 #   2. device_run.sh sweep (the fine sweep beside PyTorch's kernels, three passes);
