@@ -358,6 +358,7 @@ template <typename T> static std::vector<Method<T>> methods(const Prob<T> &P) {
     add_pipe<T, 512, 4, false, 1, true>(out, P, 2);
     add_pipe<T, 512, 2, true, 1, true>(out, P, 3);
   }
+  return out;
 }
 
 int main(int argc, char **argv) {
