@@ -1,21 +1,35 @@
 #!/usr/bin/env bash
-# Device call 2 (issue 14; prepared 2026-12-07, sixth session, not yet run): only if call 1's
-# A/B shows `h_pk` and `h_full` faster. The CUDA binaries of branch `exp-pk-full` (commit
-# 5a478df: packed-dx.diff + ../2026-12-07-pipe/full-slots.diff on candle-patch/, built with
-# CANDLE_KERNELS_FATBIN_ARCHS=90 bash bench/scripts/build_gpu.sh into .gpu/bins-pkfull.tar.xz):
-#   1. device_run.sh tests (vendored CUDA tests, shim, TFT);
-#   2. device_run.sh sweep (the fine sweep beside PyTorch's kernels, three passes);
-#   3. device_run.sh sanitizer, as far as the call's time goes.
-#   carry: .gpu/bins-pkfull.tar.xz
+# Device call 2 (issue 14, 2026-12-07, seventh session): the candidate `h_pkfma` of call 1
+# (../2026-12-07-full-slots/packed-dx.diff + fma-dx.diff) as the host runs it.
+#   1. f32 A/B of the harness objects h_ship / h_pkfma (call 1 timed 16-bit only; fma-dx.diff
+#      changes the f32 backward too), two rounds alternating, the split widths among them;
+#   2. device_run.sh tests (vendored CUDA tests, shim, TFT) on the binaries of branch
+#      exp-pk-fma (the two diffs on candle-patch/, CANDLE_KERNELS_FATBIN_ARCHS=90
+#      bench/scripts/build_gpu.sh, packed as .gpu/bins-pkfma.tar.xz);
+#   3. device_run.sh sweep (the fine sweep beside PyTorch's kernels, three passes, f64 check);
+#   4. device_run.sh sanitizer in the time left.
+#   carry: .gpu/bins-pkfma.tar.xz .gpu/var/h_ship.o.xz .gpu/var/h_pkfma.o.xz
 set -uo pipefail
 source bench/scripts/device_env.sh
 call_log call2
-cp .gpu/bins-pkfull.tar.xz .gpu/bins.tar.xz || { echo "no .gpu/bins-pkfull.tar.xz" >> "$st"; pack; exit 1; }
-OUT=$L/tests timeout 150 bash bench/scripts/device_run.sh tests > $L/device_run-tests.txt 2>&1
+for v in h_ship h_pkfma; do link_harness $v || { pack; exit 1; }; done
+shapes=131072x64,32768x256,8192x1024,5592x1500,4096x2048,2796x3000,2048x4096,1079x7777,1024x8192,839x10000,512x16384,256x32768,128x65536
+for round in 1 2; do
+  for v in h_ship h_pkfma; do
+    timeout 60 /tmp/$v --bench-only --dtypes f32 --shapes $shapes 2>&1 | grep "^bench" > $L/bench-$v-$round.txt
+    echo "bench f32 $v round $round rc=${PIPESTATUS[0]} at ${SECONDS}s" >> "$st"
+  done
+done
+pack
+mv .gpu/bins-pkfma.tar.xz .gpu/bins.tar.xz || { echo "no .gpu/bins-pkfma.tar.xz" >> "$st"; pack; exit 1; }
+OUT=$L/tests timeout 160 bash bench/scripts/device_run.sh tests > $L/device_run-tests.txt 2>&1
 echo "device_run tests rc=$? at ${SECONDS}s" >> "$st"; cat $L/tests/status.txt >> "$st"; pack
 OUT=$L/sweep timeout 200 bash bench/scripts/device_run.sh sweep > $L/device_run-sweep.txt 2>&1
 echo "device_run sweep rc=$? at ${SECONDS}s" >> "$st"
-tar -C $L/sweep -xzf $L/sweep/logs.tgz && rm $L/sweep/logs.tgz; grep -A9 "^dtype dir" $L/sweep/sweep-torch.log >> "$st"; pack
-OUT=$L/san timeout 200 bash bench/scripts/device_run.sh sanitizer > $L/device_run-san.txt 2>&1
-echo "device_run sanitizer rc=$? at ${SECONDS}s" >> "$st"; cat $L/san/status.txt >> "$st"; pack
+tar -C $L/sweep -xzf $L/sweep/logs.tgz && rm $L/sweep/logs.tgz
+grep -A9 "^dtype dir" $L/sweep/sweep-torch.log >> "$st"; pack
+left=$((585 - SECONDS))
+OUT=$L/san timeout $left bash bench/scripts/device_run.sh sanitizer > $L/device_run-san.txt 2>&1
+echo "device_run sanitizer rc=$? at ${SECONDS}s (limit ${left}s)" >> "$st"; cat $L/san/status.txt >> "$st"
+pack
 cat "$st"
