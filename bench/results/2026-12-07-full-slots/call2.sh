@@ -10,7 +10,7 @@
 #   4. device_run.sh sanitizer in the time left.
 # Two calls, as the carry (64 MiB with the tree) does not hold the binaries and both objects:
 #   call2.sh ab     carry: .gpu/var/h_ship.o.xz .gpu/var/h_pkfma.o.xz      (step 1, ~80 s)
-#   call2.sh host   carry: .gpu/bins-pkfma.tar.xz                         (steps 2-4)
+#   call2.sh host   carry: .gpu/bins-pkfma.tar.xz (steps 2-4; DEADLINE=s ends the sanitizer by then)
 set -uo pipefail
 source bench/scripts/device_env.sh
 if [ "${1:-}" = ab ]; then
@@ -33,7 +33,7 @@ OUT=$L/sweep timeout 200 bash bench/scripts/device_run.sh sweep > $L/device_run-
 echo "device_run sweep rc=$? at ${SECONDS}s" >> "$st"
 tar -C $L/sweep -xzf $L/sweep/logs.tgz && rm $L/sweep/logs.tgz
 grep -A9 "^dtype dir" $L/sweep/sweep-torch.log >> "$st"; pack
-left=$((585 - SECONDS))
+left=$((${DEADLINE:-585} - SECONDS))
 OUT=$L/san timeout $left bash bench/scripts/device_run.sh sanitizer > $L/device_run-san.txt 2>&1
 echo "device_run sanitizer rc=$? at ${SECONDS}s (limit ${left}s)" >> "$st"; cat $L/san/status.txt >> "$st"
 pack
