@@ -10,7 +10,8 @@
 #   4. device_run.sh sanitizer in the time left.
 # Two calls, as the carry (64 MiB with the tree) does not hold the binaries and both objects:
 #   call2.sh ab     carry: .gpu/var/h_ship.o.xz .gpu/var/h_pkfma.o.xz      (step 1, ~80 s)
-#   call2.sh host   carry: .gpu/bins-pkfma.tar.xz (steps 2-4; DEADLINE=s ends the sanitizer by then)
+#   call2.sh host   carry: .gpu/bins-pkfma.tar.xz (steps 2-4; DEADLINE=s ends the sanitizer
+#                   by then; NO_SWEEP=1 leaves step 3 out)
 set -uo pipefail
 source bench/scripts/device_env.sh
 if [ "${1:-}" = ab ]; then
@@ -29,10 +30,12 @@ call_log call2
 cp .gpu/bins-pkfma.tar.xz .gpu/bins.tar.xz || { echo "no .gpu/bins-pkfma.tar.xz" >> "$st"; pack; exit 1; }
 OUT=$L/tests timeout 160 bash bench/scripts/device_run.sh tests > $L/device_run-tests.txt 2>&1
 echo "device_run tests rc=$? at ${SECONDS}s" >> "$st"; cat $L/tests/status.txt >> "$st"; pack
-OUT=$L/sweep timeout 200 bash bench/scripts/device_run.sh sweep > $L/device_run-sweep.txt 2>&1
-echo "device_run sweep rc=$? at ${SECONDS}s" >> "$st"
-tar -C $L/sweep -xzf $L/sweep/logs.tgz && rm $L/sweep/logs.tgz
-grep -A9 "^dtype dir" $L/sweep/sweep-torch.log >> "$st"; pack
+if [ -z "${NO_SWEEP:-}" ]; then
+  OUT=$L/sweep timeout 200 bash bench/scripts/device_run.sh sweep > $L/device_run-sweep.txt 2>&1
+  echo "device_run sweep rc=$? at ${SECONDS}s" >> "$st"
+  tar -C $L/sweep -xzf $L/sweep/logs.tgz && rm $L/sweep/logs.tgz
+  grep -A9 "^dtype dir" $L/sweep/sweep-torch.log >> "$st"; pack
+fi
 left=$((${DEADLINE:-585} - SECONDS))
 OUT=$L/san timeout $left bash bench/scripts/device_run.sh sanitizer > $L/device_run-san.txt 2>&1
 echo "device_run sanitizer rc=$? at ${SECONDS}s (limit ${left}s)" >> "$st"; cat $L/san/status.txt >> "$st"
