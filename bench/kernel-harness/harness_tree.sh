@@ -10,7 +10,8 @@ harness_tree() {
   shift
   for d in "$@"; do diffs+=("$(realpath "$d")"); done
   cd "$root"
-  eval "$(../shared/gpu/cuda-toolchain.sh)"
+  # One install at a time: two builds started together on a fresh machine raced (nvcc missing).
+  eval "$(flock /tmp/cuda-toolchain.lock ../shared/gpu/cuda-toolchain.sh)"
   src=$(mktemp -d)
   trap 'rm -rf "$src"' EXIT
   cp candle-patch/candle-kernels/src/*.cu* bench/kernel-harness/ln_harness.cu \
