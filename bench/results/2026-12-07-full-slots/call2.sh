@@ -8,8 +8,14 @@
 #      bench/scripts/build_gpu.sh, packed as .gpu/bins-pkfma.tar.xz);
 #   3. device_run.sh sweep (the fine sweep beside PyTorch's kernels, three passes, f64 check);
 #   4. device_run.sh sanitizer in the time left.
-# Two calls, as the carry (64 MiB with the tree) does not hold the binaries and both objects:
-#   call2.sh ab     carry: .gpu/var/h_ship.o.xz .gpu/var/h_pkfma.o.xz      (step 1, ~80 s)
+#   (2026-12-08: step 1 also times the 16-bit split backward and big forward, and the RMS norm
+#   by `call2.sh family`: ../2026-12-08-sass-map/ found their SASS changed too; on an H200 it
+#   adds the 32 / 128 MiB size probe, which has only run on an H100.)
+# Three calls, as the carry (64 MiB with the tree) holds only one of the three sets of files:
+#   call2.sh ab     carry: .gpu/var/h_ship.o.xz .gpu/var/h_pkfma.o.xz      (step 1, ~120 s; H200 ~160 s)
+#   call2.sh family carry: .gpu/var/family-ship.xz .gpu/var/family-pkfma.xz (family_bench of
+#                   main and of exp-pk-fma, stripped, xz; rms_norm changed, softmax and rope are
+#                   the control; two rounds alternating, ~100 s)
 #   call2.sh host   carry: .gpu/bins-pkfma.tar.xz (steps 2-4; DEADLINE=s ends the sanitizer
 #                   by then; NO_SWEEP=1 leaves step 3 out)
 set -uo pipefail
@@ -18,13 +24,41 @@ if [ "${1:-}" = ab ]; then
 call_log call2ab
 for v in h_ship h_pkfma; do link_harness $v || { pack; exit 1; }; done
 shapes=131072x64,32768x256,8192x1024,5592x1500,4096x2048,2796x3000,2048x4096,1079x7777,1024x8192,839x10000,512x16384,256x32768,128x65536
+wide16=512x32768,256x65536,128x131072 # 16-bit split backward past 32768 columns, big forward past 65536
 for round in 1 2; do
   for v in h_ship h_pkfma; do
     timeout 60 /tmp/$v --bench-only --dtypes f32 --shapes $shapes 2>&1 | grep "^bench" > $L/bench-$v-$round.txt
     echo "bench f32 $v round $round rc=${PIPESTATUS[0]} at ${SECONDS}s" >> "$st"
+    timeout 60 /tmp/$v --bench-only --dtypes bf16,f16 --shapes $wide16 2>&1 | grep "^bench" > $L/bench16-$v-$round.txt
+    echo "bench 16-bit wide $v round $round rc=${PIPESTATUS[0]} at ${SECONDS}s" >> "$st"
   done
 done
+if grep -q H200 "$L/device.txt"; then # the size probe of ../2026-12-07-h100-tests-probe, never run on an H200
+  probe=bench/results/2026-12-07-h100-tests-probe/size_probe.py
+  s16=6711x2500,4096x4096,2048x8192,1678x10000,1366x12288,1024x16384,512x32768
+  b16=26844x2500,16384x4096,8192x8192,6712x10000,5464x12288,4096x16384,2048x32768
+  s32=3355x2500,2048x4096,1024x8192,839x10000,683x12288,512x16384
+  b32=13420x2500,8192x4096,4096x8192,3356x10000,2732x12288,2048x16384
+  timeout 60 /tmp/h_ship --bench-only --dtypes bf16 --shapes $s16,$b16 > $L/probe-bf16.txt 2>&1
+  timeout 60 /tmp/h_ship --bench-only --dtypes f32 --shapes $s32,$b32 > $L/probe-f32.txt 2>&1
+  timeout 120 python3 $probe --dtypes bf16 --shapes $s16,$b16 > $L/probe-torch-bf16.txt 2>&1
+  timeout 60 python3 $probe --dtypes f32 --shapes $s32,$b32 > $L/probe-torch-f32.txt 2>&1
+  echo "size probe (H200) at ${SECONDS}s" >> "$st"
+fi
 pack; cat "$st"; exit 0
+fi
+if [ "${1:-}" = family ]; then
+call_log call2family
+for v in ship pkfma; do xz -dc .gpu/var/family-$v.xz > /tmp/family-$v && chmod +x /tmp/family-$v; done
+for round in 1 2; do
+  for v in ship pkfma; do
+    timeout 90 /tmp/family-$v --device cuda --csv $L/family-$v-$round.csv > $L/family-$v-$round.log 2>&1
+    echo "family $v round $round rc=$? at ${SECONDS}s" >> "$st"
+  done
+done
+python3 bench/scripts/family_ab.py $L/family-ship-1.csv,$L/family-ship-2.csv \
+  $L/family-pkfma-1.csv,$L/family-pkfma-2.csv > $L/family-ab.md 2>> "$st"
+pack; cat "$st"; cat $L/family-ab.md; exit 0
 fi
 call_log call2
 cp .gpu/bins-pkfma.tar.xz .gpu/bins.tar.xz || { echo "no .gpu/bins-pkfma.tar.xz" >> "$st"; pack; exit 1; }
