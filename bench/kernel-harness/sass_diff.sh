@@ -5,7 +5,7 @@
 # compared kernel by kernel (sass_diff.py): a kernel whose SASS is the same in both cannot
 # time differently, so a device call needs to time only the ones listed. nvdisasm and
 # cuobjdump (not in ../shared/gpu's toolchain) come from NVIDIA's PyPI wheels, pinned by hash,
-# into ~/.cache/ln-sass. ~2 min of two cores.
+# into ~/.cache/ln-sass. ~3 min of two cores (3 min 15 s here, 2026-12-08).
 #   bench/kernel-harness/sass_diff.sh DIFF [DIFF ...] > sass-diff.md
 set -euo pipefail
 source "$(dirname "$0")/harness_tree.sh"
