@@ -34,15 +34,7 @@ for round in 1 2; do
   done
 done
 if grep -q H200 "$L/device.txt"; then # the size probe of ../2026-12-07-h100-tests-probe, never run on an H200
-  probe=bench/results/2026-12-07-h100-tests-probe/size_probe.py
-  s16=6711x2500,4096x4096,2048x8192,1678x10000,1366x12288,1024x16384,512x32768
-  b16=26844x2500,16384x4096,8192x8192,6712x10000,5464x12288,4096x16384,2048x32768
-  s32=3355x2500,2048x4096,1024x8192,839x10000,683x12288,512x16384
-  b32=13420x2500,8192x4096,4096x8192,3356x10000,2732x12288,2048x16384
-  timeout 60 /tmp/h_ship --bench-only --dtypes bf16 --shapes $s16,$b16 > $L/probe-bf16.txt 2>&1
-  timeout 60 /tmp/h_ship --bench-only --dtypes f32 --shapes $s32,$b32 > $L/probe-f32.txt 2>&1
-  timeout 120 python3 $probe --dtypes bf16 --shapes $s16,$b16 > $L/probe-torch-bf16.txt 2>&1
-  timeout 60 python3 $probe --dtypes f32 --shapes $s32,$b32 > $L/probe-torch-f32.txt 2>&1
+  bash bench/results/2026-12-07-h100-tests-probe/size_probe.sh /tmp/h_ship $L
   echo "size probe (H200) at ${SECONDS}s" >> "$st"
 fi
 pack; cat "$st"; exit 0

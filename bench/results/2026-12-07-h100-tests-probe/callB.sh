@@ -16,14 +16,7 @@ source bench/scripts/device_env.sh
 call_log callB
 here=bench/results/2026-12-07-h100-tests-probe
 link_harness h_fe || { pack; exit 1; }
-s16=6711x2500,4096x4096,2048x8192,1678x10000,1366x12288,1024x16384,512x32768
-b16=26844x2500,16384x4096,8192x8192,6712x10000,5464x12288,4096x16384,2048x32768
-s32=3355x2500,2048x4096,1024x8192,839x10000,683x12288,512x16384
-b32=13420x2500,8192x4096,4096x8192,3356x10000,2732x12288,2048x16384
-timeout 60 /tmp/h_fe --bench-only --dtypes bf16 --shapes $s16,$b16 > $L/probe-bf16.txt 2>&1
-timeout 60 /tmp/h_fe --bench-only --dtypes f32 --shapes $s32,$b32 > $L/probe-f32.txt 2>&1
-timeout 120 python3 $here/size_probe.py --dtypes bf16 --shapes $s16,$b16 > $L/probe-torch-bf16.txt 2>&1
-timeout 60 python3 $here/size_probe.py --dtypes f32 --shapes $s32,$b32 > $L/probe-torch-f32.txt 2>&1
+bash $here/size_probe.sh /tmp/h_fe $L # (its lines were here when the call ran)
 echo "size probe at ${SECONDS}s" >> "$st"
 pack
 shapes=6711x2500,5593x3000,4096x4096,3356x5000,2731x6144,2048x8192,1678x10000,1366x12288,1024x16384
